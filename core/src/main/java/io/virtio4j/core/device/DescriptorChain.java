@@ -1,0 +1,158 @@
+package io.virtio4j.core.device;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One available buffer as the device sees it: its head index and its elements, readable ones first, each
+ * already translated and bounds-checked into guest memory (zero copy).
+ *
+ * <p>A queue reuses one instance: it is valid until the next {@code pop}. Element {@code i} is
+ * {@code length(i)} bytes at {@code offset(i)} of {@code region(i)}; {@link #readable(int)} and
+ * {@link #writable(int)} give the same as slices. {@link #gather} and {@link #scatter} treat the readable and
+ * writable parts as byte streams, since message framing need not follow descriptor boundaries.
+ */
+public final class DescriptorChain {
+    private final MemorySegment[] region;
+    private final long[] offset;
+    private final long[] length;
+    private int head;
+    private int count;
+    private int readableCount;
+    private long readableBytes;
+    private long writableBytes;
+
+    DescriptorChain(int capacity) {
+        region = new MemorySegment[capacity];
+        offset = new long[capacity];
+        length = new long[capacity];
+    }
+
+    void reset(int head) {
+        this.head = head;
+        count = 0;
+        readableCount = 0;
+        readableBytes = 0;
+        writableBytes = 0;
+    }
+
+    void add(MemorySegment seg, long off, long len, boolean writable) {
+        region[count] = seg;
+        offset[count] = off;
+        length[count] = len;
+        count++;
+        if (writable) {
+            writableBytes += len;
+        } else {
+            readableCount++;
+            readableBytes += len;
+        }
+    }
+
+    /** The head descriptor index: the id to push back as used. */
+    public int head() {
+        return head;
+    }
+
+    public int count() {
+        return count;
+    }
+
+    public int readableCount() {
+        return readableCount;
+    }
+
+    public int writableCount() {
+        return count - readableCount;
+    }
+
+    public long readableBytes() {
+        return readableBytes;
+    }
+
+    public long writableBytes() {
+        return writableBytes;
+    }
+
+    public MemorySegment region(int i) {
+        check(i);
+        return region[i];
+    }
+
+    public long offset(int i) {
+        check(i);
+        return offset[i];
+    }
+
+    public long length(int i) {
+        check(i);
+        return length[i];
+    }
+
+    public boolean isWritable(int i) {
+        check(i);
+        return i >= readableCount;
+    }
+
+    /** Readable element {@code i} as a slice of guest memory. */
+    public MemorySegment readable(int i) {
+        if (i < 0 || i >= readableCount) {
+            throw new IndexOutOfBoundsException("readable element " + i + " of " + readableCount);
+        }
+        return region[i].asSlice(offset[i], length[i]);
+    }
+
+    /** Writable element {@code i} as a slice of guest memory. */
+    public MemorySegment writable(int i) {
+        if (i < 0 || i >= count - readableCount) {
+            throw new IndexOutOfBoundsException("writable element " + i + " of " + (count - readableCount));
+        }
+        int e = readableCount + i;
+        return region[e].asSlice(offset[e], length[e]);
+    }
+
+    /**
+     * Copies up to {@code max} bytes of the readable part, starting {@code skip} bytes into it, to
+     * {@code dst} at {@code dstOffset}. Returns the bytes copied.
+     */
+    public long gather(long skip, MemorySegment dst, long dstOffset, long max) {
+        long copied = 0;
+        for (int i = 0; i < readableCount && copied < max; i++) {
+            long len = length[i];
+            if (skip >= len) {
+                skip -= len;
+                continue;
+            }
+            long n = Math.min(len - skip, max - copied);
+            MemorySegment.copy(region[i], offset[i] + skip, dst, dstOffset + copied, n);
+            copied += n;
+            skip = 0;
+        }
+        return copied;
+    }
+
+    /**
+     * Copies up to {@code len} bytes from {@code src} at {@code srcOffset} into the writable part, starting
+     * {@code skip} bytes into it. Returns the bytes copied (less than {@code len} when the part is full).
+     */
+    public long scatter(long skip, MemorySegment src, long srcOffset, long len) {
+        long copied = 0;
+        for (int i = readableCount; i < count && copied < len; i++) {
+            long elen = length[i];
+            if (skip >= elen) {
+                skip -= elen;
+                continue;
+            }
+            long n = Math.min(elen - skip, len - copied);
+            MemorySegment.copy(src, srcOffset + copied, region[i], offset[i] + skip, n);
+            copied += n;
+            skip = 0;
+        }
+        return copied;
+    }
+
+    private void check(int i) {
+        if (i < 0 || i >= count) {
+            throw new IndexOutOfBoundsException("element " + i + " of " + count);
+        }
+    }
+}

@@ -1,0 +1,391 @@
+package io.virtio4j.core.device;
+
+import io.virtio4j.core.error.AddressOutOfRangeException;
+import io.virtio4j.core.error.ChainTooLongException;
+import io.virtio4j.core.error.DescriptorLoopException;
+import io.virtio4j.core.error.IndexJumpException;
+import io.virtio4j.core.error.IndirectNotNegotiatedException;
+import io.virtio4j.core.error.IndirectWithNextException;
+import io.virtio4j.core.error.InvalidDescriptorIndexException;
+import io.virtio4j.core.error.InvalidIndirectTableException;
+import io.virtio4j.core.error.NestedIndirectException;
+import io.virtio4j.core.error.QueueBrokenException;
+import io.virtio4j.core.error.ReadableAfterWritableException;
+import io.virtio4j.core.error.RingViolationException;
+import io.virtio4j.core.layout.AvailRing;
+import io.virtio4j.core.layout.Descriptors;
+import io.virtio4j.core.layout.SplitLayout;
+import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.layout.UsedRing;
+import io.virtio4j.core.memory.GuestMemory;
+import io.virtio4j.core.notify.Notifier;
+import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.stats.QueueCounters;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
+
+import static io.virtio4j.core.layout.SplitLayout.AVAIL_F_NO_INTERRUPT;
+import static io.virtio4j.core.layout.SplitLayout.DESC_F_INDIRECT;
+import static io.virtio4j.core.layout.SplitLayout.DESC_F_NEXT;
+import static io.virtio4j.core.layout.SplitLayout.DESC_F_WRITE;
+import static io.virtio4j.core.layout.SplitLayout.DESC_SIZE;
+import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
+
+/**
+ * Device side of a split virtqueue (the role of Linux {@code vhost.c} and of a vhost-user back-end): pops
+ * available chains, pushes used elements, publishes them in batches and decides notifications; controls
+ * kicks.
+ *
+ * <p>Single-threaded: one thread owns a device queue. Everything the driver wrote is hostile input: each
+ * check raises a specific {@link RingViolationException} naming the field and value and breaks this queue
+ * (later calls throw {@link QueueBrokenException}); nothing outside the ring areas and the
+ * {@link GuestMemory} is ever touched, because every access goes through bounds-checked segments after an
+ * explicit range check.
+ */
+public final class SplitDeviceQueue {
+    private final int size;
+    private final int mask;
+    private final MemorySegment desc;
+    private final AvailRing avail;
+    private final UsedRing used;
+    private final GuestMemory memory;
+    private final Notifier callNotifier;
+    private final boolean strong;
+    private final boolean eventIdx;
+    private final boolean indirectDesc;
+    private final boolean cachedAvailOnEnable;
+
+    private final DescriptorChain chain;
+    /** Heads popped and not yet pushed, with the writable bytes of each. */
+    private final boolean[] inFlight;
+    private final long[] headWritableBytes;
+
+    private int lastAvail;
+    /** Cached copy of avail.idx: chains up to it can be popped without reading shared memory. */
+    private int availCache;
+    /** Next used.idx value: where the next used element goes. */
+    private int usedShadow;
+    /** Last value stored to used.idx. */
+    private int usedPublished;
+    /** used.idx at the last notification decision, and whether it is meaningful (false after a (re)start). */
+    private int signalledUsed;
+    private boolean signalledUsedValid;
+    private boolean kicksEnabled;
+
+    private final QueueCounters counters = new QueueCounters();
+    private RingViolationException broken;
+
+    public SplitDeviceQueue(SplitRingAreas areas, GuestMemory memory, DeviceOptions options, Notifier callNotifier) {
+        this.size = areas.queueSize();
+        this.mask = size - 1;
+        this.desc = areas.descTable();
+        this.avail = new AvailRing(areas.availRing(), size);
+        this.used = new UsedRing(areas.usedRing(), size);
+        this.memory = memory;
+        this.callNotifier = callNotifier;
+        this.strong = options.ordering() == Ordering.STRONG;
+        this.eventIdx = options.eventIdx();
+        this.indirectDesc = options.indirectDesc();
+        this.cachedAvailOnEnable = options.cachedAvailOnEnable();
+        this.chain = new DescriptorChain(size);
+        this.inFlight = new boolean[size];
+        this.headWritableBytes = new long[size];
+        kicksEnabled = true;
+    }
+
+    /**
+     * Starts from ring position {@code base} for both indices (VHOST_USER_SET_VRING_BASE), forgetting chains in
+     * flight and any earlier violation. The next notification decision always notifies.
+     */
+    public void restart(int base) {
+        lastAvail = availCache = usedShadow = usedPublished = base & 0xFFFF;
+        signalledUsedValid = false;
+        java.util.Arrays.fill(inFlight, false);
+        broken = null;
+    }
+
+    public int size() {
+        return size;
+    }
+
+    /** Next avail index the device will pop (VHOST_USER_GET_VRING_BASE). */
+    public int lastAvailIdx() {
+        return lastAvail;
+    }
+
+    public QueueCounters counters() {
+        return counters;
+    }
+
+    public boolean isBroken() {
+        return broken != null;
+    }
+
+    public RingViolationException violation() {
+        return broken;
+    }
+
+    private void checkNotBroken() {
+        if (broken != null) {
+            throw new QueueBrokenException("device queue", broken);
+        }
+    }
+
+    private RingViolationException breakWith(RingViolationException e) {
+        broken = e;
+        counters.errors++;
+        return e;
+    }
+
+    /**
+     * Pops the next available chain, or returns null when the driver has made none available. The returned
+     * chain is reused by the next pop.
+     */
+    public DescriptorChain pop() {
+        checkNotBroken();
+        if (lastAvail == availCache) {
+            availCache = loadAvailIdx();
+            if (lastAvail == availCache) {
+                return null;
+            }
+        }
+        int slot = lastAvail & mask;
+        int head = avail.entry(slot);
+        if (head >= size) {
+            throw breakWith(new InvalidDescriptorIndexException("avail.ring[" + slot + "]", head,
+                    "head index is not below the queue size " + size));
+        }
+        if (inFlight[head]) {
+            throw breakWith(new InvalidDescriptorIndexException("avail.ring[" + slot + "]", head,
+                    "head is already in flight (made available twice)"));
+        }
+        walk(head);
+        inFlight[head] = true;
+        headWritableBytes[head] = chain.writableBytes();
+        lastAvail = (lastAvail + 1) & 0xFFFF;
+        counters.buffers++;
+        return chain;
+    }
+
+    /** Loads avail.idx from shared memory, after checking the driver moved it plausibly. */
+    private int loadAvailIdx() {
+        int idx = avail.idxAcquire();
+        counters.availIdxReads++;
+        // rmb: in WEAK mode the acquire load orders the ring entries and descriptors read next after the
+        // index; STRONG adds a full fence at this barrier point.
+        if (strong) {
+            VarHandle.fullFence();
+        }
+        int pending = (idx - lastAvail) & 0xFFFF;
+        if (pending > size) {
+            throw breakWith(new IndexJumpException("avail.idx", idx, "moved " + pending
+                    + " entries past last_avail_idx " + lastAvail + ", more than the queue size " + size));
+        }
+        return idx;
+    }
+
+    private void walk(int head) {
+        chain.reset(head);
+        MemorySegment table = desc;
+        long tableBase = 0;
+        int tableSize = size;
+        boolean inIndirect = false;
+        boolean seenWritable = false;
+        int visited = 0;
+        int idx = head;
+        while (true) {
+            int flags = Descriptors.flags(table, tableBase, idx);
+            long addr = Descriptors.addr(table, tableBase, idx);
+            long len = Descriptors.len(table, tableBase, idx);
+            if (++visited > tableSize) {
+                throw breakWith(new DescriptorLoopException(field(inIndirect, idx, "next"), idx,
+                        "chain visits more than the " + tableSize + " descriptors of its table"));
+            }
+            if ((flags & DESC_F_INDIRECT) != 0) {
+                if (!indirectDesc) {
+                    throw breakWith(new IndirectNotNegotiatedException(field(inIndirect, idx, "flags"), flags,
+                            "INDIRECT set but VIRTIO_F_INDIRECT_DESC was not negotiated"));
+                }
+                if (inIndirect) {
+                    throw breakWith(new NestedIndirectException(field(true, idx, "flags"), flags,
+                            "INDIRECT descriptor inside an indirect table"));
+                }
+                if ((flags & DESC_F_NEXT) != 0) {
+                    throw breakWith(new IndirectWithNextException(field(false, idx, "flags"), flags,
+                            "INDIRECT and NEXT set together"));
+                }
+                if (len == 0 || len % DESC_SIZE != 0) {
+                    throw breakWith(new InvalidIndirectTableException(field(false, idx, "len"), len,
+                            "indirect table length must be a non-zero multiple of " + DESC_SIZE));
+                }
+                if (len / DESC_SIZE + chain.count() > size) {
+                    throw breakWith(new InvalidIndirectTableException(field(false, idx, "len"), len,
+                            "indirect table of " + len / DESC_SIZE + " descriptors after " + chain.count()
+                                    + " direct ones exceeds the queue size " + size));
+                }
+                int r = translate(addr, len, field(false, idx, "addr"));
+                table = memory.region(r);
+                tableBase = memory.offsetIn(r, addr);
+                tableSize = (int) (len / DESC_SIZE);
+                inIndirect = true;
+                visited = 0;
+                idx = 0;
+                continue;
+            }
+            boolean writable = (flags & DESC_F_WRITE) != 0;
+            if (!writable && seenWritable) {
+                throw breakWith(new ReadableAfterWritableException(field(inIndirect, idx, "flags"), flags,
+                        "device-readable descriptor after a device-writable one"));
+            }
+            seenWritable |= writable;
+            if (chain.count() == size) {
+                throw breakWith(new ChainTooLongException(field(inIndirect, idx, "next"), idx,
+                        "chain has more than the queue size " + size + " elements"));
+            }
+            int r = translate(addr, len, field(inIndirect, idx, "addr"));
+            chain.add(memory.region(r), memory.offsetIn(r, addr), len, writable);
+            if ((flags & DESC_F_NEXT) == 0) {
+                return;
+            }
+            int nextIdx = Descriptors.next(table, tableBase, idx);
+            if (nextIdx >= tableSize) {
+                throw breakWith(new InvalidDescriptorIndexException(field(inIndirect, idx, "next"), nextIdx,
+                        "next index is not below the table size " + tableSize));
+            }
+            idx = nextIdx;
+        }
+    }
+
+    private int translate(long addr, long len, String field) {
+        int r = memory.find(addr, len);
+        if (r < 0) {
+            try {
+                memory.require(addr, len, field);
+            } catch (AddressOutOfRangeException e) {
+                throw breakWith(e);
+            }
+        }
+        return r;
+    }
+
+    /** Field name for errors; built only on the error path. */
+    private static String field(boolean indirect, int idx, String name) {
+        return (indirect ? "indirect[" : "desc[") + idx + "]." + name;
+    }
+
+    /**
+     * Writes a used element for {@code head} with {@code writtenBytes} bytes written into its writable part.
+     * Not visible to the driver until {@link #publishUsed()} or {@link #flushUsed()}.
+     */
+    public void pushUsed(int head, long writtenBytes) {
+        checkNotBroken();
+        if (head < 0 || head >= size || !inFlight[head]) {
+            throw new IllegalStateException("head " + head + " is not a chain popped from this queue and not yet pushed");
+        }
+        if (writtenBytes < 0 || writtenBytes > headWritableBytes[head]) {
+            throw new IllegalArgumentException("written bytes " + writtenBytes + " outside [0, "
+                    + headWritableBytes[head] + "] for head " + head);
+        }
+        inFlight[head] = false;
+        used.elem(usedShadow & mask, head, (int) writtenBytes);
+        usedShadow = (usedShadow + 1) & 0xFFFF;
+        counters.completions++;
+    }
+
+    /** Publishes every used element pushed so far with one store of {@code used.idx}. */
+    public void publishUsed() {
+        if (usedPublished == usedShadow) {
+            return;
+        }
+        // wmb (store->store): the used elements and the payload written into the buffers must be visible before
+        // used.idx, or the driver reads a stale id/len or stale data. WEAK: the release store orders them;
+        // STRONG: a full fence first.
+        if (strong) {
+            VarHandle.fullFence();
+        }
+        used.idxRelease(usedShadow);
+        usedPublished = usedShadow;
+        counters.usedIdxWrites++;
+    }
+
+    /**
+     * Whether the driver wants a used-buffer notification for the elements published since the last
+     * decision (EVENT_IDX: {@code need_event(used_event, new, old)}; otherwise the NO_INTERRUPT flag).
+     * Always true for the first decision after a (re)start.
+     */
+    public boolean needNotify() {
+        // mb (store->load): our used.idx store must be visible before we load used_event / avail.flags. The driver
+        // stores used_event (or clears NO_INTERRUPT) then loads used.idx; without a full fence both loads can pass
+        // both stores: we see "no interrupt" while the driver sees the old used.idx and sleeps forever.
+        VarHandle.fullFence();
+        if (eventIdx) {
+            int old = signalledUsed;
+            boolean valid = signalledUsedValid;
+            signalledUsed = usedPublished;
+            signalledUsedValid = true;
+            return !valid || SplitLayout.needEvent(avail.usedEventAcquire(), usedPublished, old);
+        }
+        return (avail.flagsAcquire() & AVAIL_F_NO_INTERRUPT) == 0;
+    }
+
+    /**
+     * Publishes the used elements pushed so far and notifies the driver if it asked for it.
+     *
+     * @return whether a notification was sent
+     */
+    public boolean flushUsed() {
+        checkNotBroken();
+        if (usedPublished == usedShadow) {
+            return false;
+        }
+        publishUsed();
+        if (needNotify()) {
+            counters.notificationsSent++;
+            callNotifier.signal();
+            return true;
+        }
+        counters.notificationsSuppressed++;
+        return false;
+    }
+
+    /** Asks the driver not to kick (a hint: it still may). With EVENT_IDX, avail_event is simply left behind. */
+    public void disableKicks() {
+        counters.disableCalls++;
+        if (!kicksEnabled) {
+            return;
+        }
+        kicksEnabled = false;
+        if (!eventIdx) {
+            used.flagsRelease(USED_F_NO_NOTIFY);
+        }
+    }
+
+    /**
+     * Asks the driver to kick for the next available buffer, then re-reads {@code avail.idx}.
+     *
+     * <p>With {@code cachedAvailOnEnable} the index read here becomes the cached avail index, so the
+     * next {@link #pop()} finds the new chains without reading {@code avail.idx} again.
+     *
+     * @return true when buffers are available (do not sleep: pop them); false when it is safe to sleep
+     */
+    public boolean enableKicks() {
+        checkNotBroken();
+        counters.enableCalls++;
+        kicksEnabled = true;
+        if (eventIdx) {
+            used.availEventRelease(lastAvail);
+        } else {
+            used.flagsRelease(0);
+        }
+        // mb (store->load): the avail_event / flags store must be visible before we re-read avail.idx. The
+        // driver stores avail.idx then loads avail_event / used.flags; without the fence it can see the old
+        // "no kick" state while we see the old avail.idx, and we sleep with a buffer available: a lost kick.
+        VarHandle.fullFence();
+        int idx = loadAvailIdx();
+        if (cachedAvailOnEnable) {
+            availCache = idx;
+        }
+        return idx != lastAvail;
+    }
+}

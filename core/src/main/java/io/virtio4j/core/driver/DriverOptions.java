@@ -1,0 +1,77 @@
+package io.virtio4j.core.driver;
+
+import io.virtio4j.core.policy.AvailPublication;
+import io.virtio4j.core.policy.Ordering;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Negotiated features and run-time policies of one driver-side queue.
+ *
+ * @param ordering             barrier strength (forced to STRONG by VIRTIO_F_ORDER_PLATFORM, see {@link #fromFeatures})
+ * @param eventIdx             VIRTIO_F_EVENT_IDX negotiated: suppression through used_event/avail_event
+ * @param indirectTables       memory for indirect tables (one per head descriptor), or null when
+ *                             VIRTIO_F_INDIRECT_DESC is not negotiated or not wanted
+ * @param indirectTablesGuestAddr guest address of {@code indirectTables}
+ * @param indirectMaxElements  elements per indirect table; a longer buffer is chained directly
+ * @param indirectThreshold    buffers with at least this many elements go indirect
+ * @param publication          when {@code avail.idx} is published
+ * @param adaptiveMin          ADAPTIVE: publication interval after a needed kick
+ * @param adaptiveMax          ADAPTIVE: largest publication interval
+ */
+public record DriverOptions(Ordering ordering, boolean eventIdx, MemorySegment indirectTables,
+                            long indirectTablesGuestAddr, int indirectMaxElements, int indirectThreshold,
+                            AvailPublication publication, int adaptiveMin, int adaptiveMax) {
+
+    public DriverOptions {
+        if (ordering == null || publication == null) {
+            throw new IllegalArgumentException("ordering and publication are required");
+        }
+        if (adaptiveMin < 1 || adaptiveMax < adaptiveMin) {
+            throw new IllegalArgumentException("adaptive interval [" + adaptiveMin + ", " + adaptiveMax + "] is invalid");
+        }
+        if (indirectTables != null && (indirectMaxElements < 2 || indirectThreshold < 2)) {
+            throw new IllegalArgumentException("indirect tables need indirectMaxElements >= 2 and indirectThreshold >= 2");
+        }
+    }
+
+    /** Weak barriers, event index on, no indirect tables, eager publication. */
+    public static DriverOptions defaults() {
+        return new DriverOptions(Ordering.WEAK, true, null, 0, 0, 0, AvailPublication.EAGER, 1, 64);
+    }
+
+    public DriverOptions withOrdering(Ordering o) {
+        return new DriverOptions(o, eventIdx, indirectTables, indirectTablesGuestAddr, indirectMaxElements,
+                indirectThreshold, publication, adaptiveMin, adaptiveMax);
+    }
+
+    public DriverOptions withEventIdx(boolean on) {
+        return new DriverOptions(ordering, on, indirectTables, indirectTablesGuestAddr, indirectMaxElements,
+                indirectThreshold, publication, adaptiveMin, adaptiveMax);
+    }
+
+    public DriverOptions withPublication(AvailPublication p) {
+        return new DriverOptions(ordering, eventIdx, indirectTables, indirectTablesGuestAddr, indirectMaxElements,
+                indirectThreshold, p, adaptiveMin, adaptiveMax);
+    }
+
+    public DriverOptions withAdaptiveInterval(int min, int max) {
+        return new DriverOptions(ordering, eventIdx, indirectTables, indirectTablesGuestAddr, indirectMaxElements,
+                indirectThreshold, publication, min, max);
+    }
+
+    /**
+     * Uses indirect tables carved from {@code tables} (guest address {@code guestAddr}): one table of
+     * {@code maxElements} descriptors per head, so adding never allocates. Needs
+     * {@code queueSize * maxElements * 16} bytes.
+     */
+    public DriverOptions withIndirect(MemorySegment tables, long guestAddr, int maxElements, int threshold) {
+        return new DriverOptions(ordering, eventIdx, tables, guestAddr, maxElements, threshold, publication,
+                adaptiveMin, adaptiveMax);
+    }
+
+    /** Bytes of indirect-table memory a queue of {@code queueSize} needs for {@code maxElements} per table. */
+    public static long indirectTablesBytes(int queueSize, int maxElements) {
+        return (long) queueSize * maxElements * 16;
+    }
+}

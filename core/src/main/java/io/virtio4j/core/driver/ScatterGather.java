@@ -1,0 +1,77 @@
+package io.virtio4j.core.driver;
+
+/**
+ * A reusable list of buffer elements for one {@link SplitDriverQueue#add}: device-readable elements first,
+ * then device-writable ones. Owned by the caller and refilled for every buffer, so adding allocates nothing.
+ */
+public final class ScatterGather {
+    private final long[] addr;
+    private final int[] len;
+    private int readable;
+    private int writable;
+
+    public ScatterGather(int capacity) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("capacity " + capacity + " < 1");
+        }
+        addr = new long[capacity];
+        len = new int[capacity];
+    }
+
+    public ScatterGather clear() {
+        readable = 0;
+        writable = 0;
+        return this;
+    }
+
+    /** Appends a device-readable element. Must come before every writable one. */
+    public ScatterGather readable(long guestAddr, int length) {
+        if (writable > 0) {
+            throw new IllegalStateException("device-readable elements must precede device-writable ones");
+        }
+        put(guestAddr, length);
+        readable++;
+        return this;
+    }
+
+    /** Appends a device-writable element. */
+    public ScatterGather writable(long guestAddr, int length) {
+        put(guestAddr, length);
+        writable++;
+        return this;
+    }
+
+    private void put(long guestAddr, int length) {
+        int i = readable + writable;
+        if (i == addr.length) {
+            throw new IllegalStateException("scatter-gather list is full (" + addr.length + " elements)");
+        }
+        addr[i] = guestAddr;
+        len[i] = length;
+    }
+
+    public int count() {
+        return readable + writable;
+    }
+
+    public int readableCount() {
+        return readable;
+    }
+
+    public int writableCount() {
+        return writable;
+    }
+
+    public long addr(int i) {
+        return addr[i];
+    }
+
+    /** Element length as an unsigned 32-bit value stored in an int. */
+    public int len(int i) {
+        return len[i];
+    }
+
+    public boolean isWritable(int i) {
+        return i >= readable;
+    }
+}

@@ -1,0 +1,454 @@
+package io.virtio4j.core.driver;
+
+import io.virtio4j.core.error.IndexJumpException;
+import io.virtio4j.core.error.InvalidUsedIdException;
+import io.virtio4j.core.error.QueueBrokenException;
+import io.virtio4j.core.error.RingFullException;
+import io.virtio4j.core.error.RingViolationException;
+import io.virtio4j.core.error.UsedLengthTooLargeException;
+import io.virtio4j.core.layout.AvailRing;
+import io.virtio4j.core.layout.Descriptors;
+import io.virtio4j.core.layout.SplitLayout;
+import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.layout.UsedRing;
+import io.virtio4j.core.notify.Notifier;
+import io.virtio4j.core.policy.AvailPublication;
+import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.stats.QueueCounters;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
+
+import static io.virtio4j.core.layout.SplitLayout.AVAIL_F_NO_INTERRUPT;
+import static io.virtio4j.core.layout.SplitLayout.DESC_F_INDIRECT;
+import static io.virtio4j.core.layout.SplitLayout.DESC_F_NEXT;
+import static io.virtio4j.core.layout.SplitLayout.DESC_F_WRITE;
+import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
+
+/**
+ * Driver side of a split virtqueue (the role of Linux {@code virtio_ring.c}): adds buffers, kicks, reaps
+ * used buffers and controls used-buffer notifications.
+ *
+ * <p>Single-threaded: one thread owns a driver queue. The device is another thread or process and is not
+ * trusted: what it returns in the used ring is validated, and a violation breaks the queue.
+ *
+ * <p>The free list and each chain's links are kept in private arrays, never read back from the shared
+ * descriptor table, so a device scribbling on the table cannot corrupt the driver's state.
+ */
+public final class SplitDriverQueue {
+    private final int size;
+    private final int mask;
+    private final MemorySegment desc;
+    private final AvailRing avail;
+    private final UsedRing used;
+    private final Notifier kickNotifier;
+    private final boolean strong;
+    private final boolean eventIdx;
+    private final AvailPublication publication;
+    private final int adaptiveMin;
+    private final int adaptiveMax;
+
+    private final MemorySegment indirectTables;
+    private final long indirectTablesGuestAddr;
+    private final int indirectMaxElements;
+    private final int indirectThreshold;
+
+    /** Private descriptor links: the free list, and the chain order of descriptors in flight. */
+    private final int[] next;
+    /** Token of the buffer whose head is at this index, null when the index is not a head in flight. */
+    private final Object[] tokens;
+    /** Descriptors a head occupies in the main table (1 for an indirect buffer). */
+    private final int[] chainDescs;
+    /** Bytes of the writable part of each head's buffer: the most the device may claim to have written. */
+    private final long[] writableBytes;
+
+    private int freeHead;
+    private int numFree;
+    /** Next avail.idx value: where the next head goes. */
+    private int availShadow;
+    /** Last value stored to avail.idx. */
+    private int availPublished;
+    /** Buffers added since the last kickPrepare. */
+    private int numAdded;
+    private int adaptiveInterval;
+    private int sincePublish;
+
+    private int lastUsed;
+    /** Last used.idx value read from shared memory: entries up to it can be reaped without reading again. */
+    private int usedSeen;
+    private int availFlagsShadow;
+    private long lastUsedLength;
+
+    private final QueueCounters counters = new QueueCounters();
+    private RingViolationException broken;
+
+    public SplitDriverQueue(SplitRingAreas areas, DriverOptions options, Notifier kickNotifier) {
+        this.size = areas.queueSize();
+        this.mask = size - 1;
+        this.desc = areas.descTable();
+        this.avail = new AvailRing(areas.availRing(), size);
+        this.used = new UsedRing(areas.usedRing(), size);
+        this.kickNotifier = kickNotifier;
+        this.strong = options.ordering() == Ordering.STRONG;
+        this.eventIdx = options.eventIdx();
+        this.publication = options.publication();
+        this.adaptiveMin = options.adaptiveMin();
+        this.adaptiveMax = options.adaptiveMax();
+        this.indirectTables = options.indirectTables();
+        this.indirectTablesGuestAddr = options.indirectTablesGuestAddr();
+        this.indirectMaxElements = options.indirectMaxElements();
+        this.indirectThreshold = options.indirectThreshold();
+        if (indirectTables != null
+                && indirectTables.byteSize() < DriverOptions.indirectTablesBytes(size, indirectMaxElements)) {
+            throw new IllegalArgumentException("indirect tables need "
+                    + DriverOptions.indirectTablesBytes(size, indirectMaxElements) + " bytes, segment has "
+                    + indirectTables.byteSize());
+        }
+        this.next = new int[size];
+        this.tokens = new Object[size];
+        this.chainDescs = new int[size];
+        this.writableBytes = new long[size];
+        reset();
+    }
+
+    /**
+     * Returns the queue to its initial state (all descriptors free, indices 0, not broken) and zeroes the
+     * shared ring headers. Tokens of buffers in flight are dropped.
+     */
+    public void reset() {
+        for (int i = 0; i < size; i++) {
+            next[i] = i + 1;
+            tokens[i] = null;
+        }
+        freeHead = 0;
+        numFree = size;
+        availShadow = availPublished = numAdded = 0;
+        lastUsed = usedSeen = 0;
+        availFlagsShadow = 0;
+        adaptiveInterval = adaptiveMin;
+        sincePublish = 0;
+        broken = null;
+        avail.flagsRelease(0);
+        avail.idxRelease(0);
+        avail.usedEventRelease(0);
+        used.flagsRelease(0);
+        used.idxRelease(0);
+        used.availEventRelease(0);
+    }
+
+    public int size() {
+        return size;
+    }
+
+    public int freeDescriptors() {
+        return numFree;
+    }
+
+    /** Buffers added and not yet reaped. */
+    public int inFlight() {
+        return (availShadow - lastUsed) & 0xFFFF;
+    }
+
+    /** Whether {@code sg} can be added now without {@link RingFullException}. */
+    public boolean hasRoomFor(ScatterGather sg) {
+        return numFree >= descriptorsFor(sg.count());
+    }
+
+    private int descriptorsFor(int elements) {
+        return useIndirect(elements) ? 1 : elements;
+    }
+
+    private boolean useIndirect(int elements) {
+        return indirectTables != null && elements >= indirectThreshold && elements <= indirectMaxElements;
+    }
+
+    public QueueCounters counters() {
+        return counters;
+    }
+
+    public boolean isBroken() {
+        return broken != null;
+    }
+
+    private void checkNotBroken() {
+        if (broken != null) {
+            throw new QueueBrokenException("driver queue", broken);
+        }
+    }
+
+    private RingViolationException breakWith(RingViolationException e) {
+        broken = e;
+        counters.errors++;
+        return e;
+    }
+
+    /**
+     * Adds a buffer made of {@code sg}'s elements, identified by {@code token} when it comes back.
+     * Publishes {@code avail.idx} according to the publication policy; kick with {@link #kick()} or
+     * {@link #kickPrepare()} / {@link #notifyDevice()}.
+     *
+     * @throws RingFullException when fewer descriptors are free than the buffer needs
+     */
+    public void add(ScatterGather sg, Object token) {
+        checkNotBroken();
+        int elements = sg.count();
+        if (elements == 0) {
+            throw new IllegalArgumentException("a buffer needs at least one element");
+        }
+        if (token == null) {
+            throw new IllegalArgumentException("token must not be null");
+        }
+        boolean indirect = useIndirect(elements);
+        int needed = indirect ? 1 : elements;
+        if (numFree < needed) {
+            throw new RingFullException(needed, numFree);
+        }
+        int head = freeHead;
+        long writable = 0;
+        if (indirect) {
+            long tableOffset = (long) head * indirectMaxElements * SplitLayout.DESC_SIZE;
+            for (int i = 0; i < elements; i++) {
+                int flags = (sg.isWritable(i) ? DESC_F_WRITE : 0) | (i + 1 < elements ? DESC_F_NEXT : 0);
+                Descriptors.write(indirectTables, tableOffset, i, sg.addr(i), sg.len(i), flags, i + 1 < elements ? i + 1 : 0);
+                if (sg.isWritable(i)) {
+                    writable += Integer.toUnsignedLong(sg.len(i));
+                }
+            }
+            Descriptors.write(desc, 0, head, indirectTablesGuestAddr + tableOffset,
+                    elements * SplitLayout.DESC_SIZE, DESC_F_INDIRECT, 0);
+            freeHead = next[head];
+        } else {
+            int idx = head;
+            int last = head;
+            for (int i = 0; i < elements; i++) {
+                boolean more = i + 1 < elements;
+                int flags = (sg.isWritable(i) ? DESC_F_WRITE : 0) | (more ? DESC_F_NEXT : 0);
+                Descriptors.write(desc, 0, idx, sg.addr(i), sg.len(i), flags, more ? next[idx] : 0);
+                if (sg.isWritable(i)) {
+                    writable += Integer.toUnsignedLong(sg.len(i));
+                }
+                last = idx;
+                idx = next[idx];
+            }
+            freeHead = next[last];
+        }
+        numFree -= needed;
+        chainDescs[head] = needed;
+        tokens[head] = token;
+        writableBytes[head] = writable;
+
+        avail.entry(availShadow & mask, head);
+        availShadow = (availShadow + 1) & 0xFFFF;
+        numAdded++;
+        counters.buffers++;
+
+        switch (publication) {
+            case EAGER -> publishAvail();
+            case LAZY -> { }
+            case ADAPTIVE -> {
+                if (++sincePublish >= adaptiveInterval) {
+                    publishAvail();
+                }
+            }
+        }
+        // The device compares 16-bit indices: 65535 unkicked adds would make old == new modulo 2^16.
+        if (numAdded == 0xFFFF) {
+            kick();
+        }
+    }
+
+    private void publishAvail() {
+        // wmb (store->store): the descriptors and avail.ring entries written above must be visible before the
+        // new avail.idx, or the device can read a head that is not there yet or a half-written descriptor.
+        // WEAK: the release store below orders them. STRONG: a full fence first, as for a hardware peer.
+        if (strong) {
+            VarHandle.fullFence();
+        }
+        avail.idxRelease(availShadow);
+        availPublished = availShadow;
+        sincePublish = 0;
+        counters.availIdxWrites++;
+    }
+
+    /**
+     * Publishes {@code avail.idx} if the policy has not yet, and decides whether the device needs a kick for
+     * the buffers added since the previous call.
+     */
+    public boolean kickPrepare() {
+        checkNotBroken();
+        if (availPublished != availShadow) {
+            publishAvail();
+        }
+        int newIdx = availShadow;
+        int oldIdx = (newIdx - numAdded) & 0xFFFF;
+        if (numAdded == 0) {
+            return false;
+        }
+        numAdded = 0;
+        // mb (store->load): our avail.idx store must be visible before we load avail_event / used.flags. The
+        // device does the mirror image (stores avail_event or clears NO_NOTIFY, then loads avail.idx). Without a
+        // full fence both loads can pass both stores (x86 store buffers do this): we see "suppressed" and skip
+        // the kick while the device sees the old index and goes to sleep. The buffers then wait forever.
+        VarHandle.fullFence();
+        boolean needKick = eventIdx
+                ? SplitLayout.needEvent(used.availEventAcquire(), newIdx, oldIdx)
+                : (used.flagsAcquire() & USED_F_NO_NOTIFY) == 0;
+        if (needKick) {
+            adaptiveInterval = adaptiveMin;
+        } else {
+            counters.kicksSuppressed++;
+            if (adaptiveInterval < adaptiveMax) {
+                adaptiveInterval = Math.min(adaptiveMax, adaptiveInterval * 2);
+            }
+        }
+        return needKick;
+    }
+
+    /** Sends the kick that {@link #kickPrepare()} asked for. */
+    public void notifyDevice() {
+        counters.kicksSent++;
+        kickNotifier.signal();
+    }
+
+    /** {@link #kickPrepare()} then, when needed, {@link #notifyDevice()}. Returns whether a kick was sent. */
+    public boolean kick() {
+        if (kickPrepare()) {
+            notifyDevice();
+            return true;
+        }
+        return false;
+    }
+
+    /** Whether the device has returned buffers not yet reaped (reads {@code used.idx} only when needed). */
+    public boolean hasUsed() {
+        checkNotBroken();
+        return lastUsed != usedSeen || refreshUsed() != lastUsed;
+    }
+
+    private int refreshUsed() {
+        int idx = used.idxAcquire();
+        counters.usedIdxReads++;
+        // rmb: in WEAK mode the acquire load above orders the used elements (and the payload the device wrote)
+        // after the index; STRONG adds a full fence, as a driver does towards a hardware device.
+        if (strong) {
+            VarHandle.fullFence();
+        }
+        int outstanding = (availShadow - lastUsed) & 0xFFFF;
+        int advanced = (idx - lastUsed) & 0xFFFF;
+        if (advanced > outstanding) {
+            throw breakWith(new IndexJumpException("used.idx", idx, "moved " + advanced
+                    + " entries past last seen " + lastUsed + " with only " + outstanding + " buffers outstanding"));
+        }
+        usedSeen = idx;
+        return idx;
+    }
+
+    /**
+     * Reaps the next used buffer: returns its token, or null when there is none. The written length is then
+     * available from {@link #lastUsedLength()}.
+     */
+    public Object pollUsed() {
+        if (!hasUsed()) {
+            return null;
+        }
+        int slot = lastUsed & mask;
+        int id = used.elemId(slot);
+        long len = used.elemLen(slot);
+        if (Integer.compareUnsigned(id, size) >= 0) {
+            throw breakWith(new InvalidUsedIdException("used.ring[" + slot + "].id", Integer.toUnsignedLong(id),
+                    "not below the queue size " + size));
+        }
+        Object token = tokens[id];
+        if (token == null) {
+            throw breakWith(new InvalidUsedIdException("used.ring[" + slot + "].id", id,
+                    "is not the head of a buffer in flight"));
+        }
+        if (len > writableBytes[id]) {
+            throw breakWith(new UsedLengthTooLargeException("used.ring[" + slot + "].len", len,
+                    "exceeds the " + writableBytes[id] + " writable bytes of buffer " + id));
+        }
+        tokens[id] = null;
+        freeChain(id);
+        lastUsed = (lastUsed + 1) & 0xFFFF;
+        lastUsedLength = len;
+        counters.completions++;
+        if (eventIdx && (availFlagsShadow & AVAIL_F_NO_INTERRUPT) == 0) {
+            // Callbacks are on: ask for a notification at the next entry, and (mb, store->load) make that store
+            // visible before our next load of used.idx, so the device cannot skip a notification for an entry
+            // we have not seen yet (the same Dekker pair as in enableCallbacks).
+            avail.usedEventRelease(lastUsed);
+            VarHandle.fullFence();
+        }
+        return token;
+    }
+
+    /** Bytes the device wrote into the writable part of the buffer last returned by {@link #pollUsed()}. */
+    public long lastUsedLength() {
+        return lastUsedLength;
+    }
+
+    private void freeChain(int head) {
+        int last = head;
+        for (int i = chainDescs[head]; i > 1; i--) {
+            last = next[last];
+        }
+        next[last] = freeHead;
+        freeHead = head;
+        numFree += chainDescs[head];
+    }
+
+    /** Asks the device not to send used-buffer notifications (a hint: it still may). */
+    public void disableCallbacks() {
+        counters.disableCalls++;
+        if ((availFlagsShadow & AVAIL_F_NO_INTERRUPT) != 0) {
+            return;
+        }
+        availFlagsShadow |= AVAIL_F_NO_INTERRUPT;
+        if (eventIdx) {
+            // With EVENT_IDX the flag is ignored; point used_event as far away as 16 bits allow.
+            avail.usedEventRelease((lastUsed - 1) & 0xFFFF);
+        } else {
+            avail.flagsRelease(availFlagsShadow);
+        }
+    }
+
+    /**
+     * Asks for a notification at the next used buffer, then re-checks the ring.
+     *
+     * @return true when nothing is pending, so it is safe to sleep until notified; false when used buffers
+     *         arrived meanwhile (reap them first)
+     */
+    public boolean enableCallbacks() {
+        checkNotBroken();
+        counters.enableCalls++;
+        return arm(lastUsed, 0);
+    }
+
+    /**
+     * Like {@link #enableCallbacks()} but asks to be notified only after about 3/4 of the outstanding buffers
+     * are used (Linux {@code virtqueue_enable_cb_delayed}).
+     *
+     * @return true when it is safe to sleep; false when that many buffers are already used
+     */
+    public boolean enableCallbacksDelayed() {
+        checkNotBroken();
+        counters.enableCalls++;
+        int bufs = ((availShadow - lastUsed) & 0xFFFF) * 3 / 4;
+        return arm((lastUsed + bufs) & 0xFFFF, bufs);
+    }
+
+    private boolean arm(int usedEvent, int tolerated) {
+        availFlagsShadow &= ~AVAIL_F_NO_INTERRUPT;
+        if (eventIdx) {
+            avail.usedEventRelease(usedEvent);
+        } else {
+            avail.flagsRelease(availFlagsShadow);
+        }
+        // mb (store->load): the used_event / flags store must be visible before we re-read used.idx. The device
+        // stores used.idx then loads used_event / flags; without the fence it can read the old "no interrupt"
+        // state while we read the old used.idx, and we sleep with a used buffer and no notification coming.
+        VarHandle.fullFence();
+        int idx = refreshUsed();
+        return ((idx - lastUsed) & 0xFFFF) <= tolerated;
+    }
+}

@@ -1,0 +1,71 @@
+package io.virtio4j.core.stats;
+
+/**
+ * Event counters of one side of one queue. Cheap enough to leave on: plain fields written only by the
+ * thread that owns the queue side. Another thread reads them consistently after the owner has stopped
+ * (thread join or another happens-before edge), or racily as a progress hint.
+ */
+public final class QueueCounters {
+    /** Buffers added (driver) or popped (device). */
+    public long buffers;
+    /** Buffers reaped (driver) or pushed used (device). */
+    public long completions;
+    /** Driver: kicks sent after kickPrepare said one was needed. */
+    public long kicksSent;
+    /** Driver: kickPrepare calls that found the kick suppressed. */
+    public long kicksSuppressed;
+    /** Device: used-buffer notifications sent. */
+    public long notificationsSent;
+    /** Device: used publications whose notification was suppressed. */
+    public long notificationsSuppressed;
+    /** Shared-memory loads of {@code avail.idx}. */
+    public long availIdxReads;
+    /** Shared-memory stores of {@code avail.idx}. */
+    public long availIdxWrites;
+    /** Shared-memory loads of {@code used.idx}. */
+    public long usedIdxReads;
+    /** Shared-memory stores of {@code used.idx}. */
+    public long usedIdxWrites;
+    /** Wake-ups after which there was no work. */
+    public long spuriousWakeups;
+    /** Calls that enabled notifications (kicks on the device side, used-buffer notifications on the driver side). */
+    public long enableCalls;
+    /** Calls that disabled notifications. */
+    public long disableCalls;
+    /** Ring violations detected. */
+    public long errors;
+
+    public void reset() {
+        buffers = completions = kicksSent = kicksSuppressed = notificationsSent = notificationsSuppressed = 0;
+        availIdxReads = availIdxWrites = usedIdxReads = usedIdxWrites = 0;
+        spuriousWakeups = enableCalls = disableCalls = errors = 0;
+    }
+
+    public void addTo(QueueCounters sum) {
+        sum.buffers += buffers;
+        sum.completions += completions;
+        sum.kicksSent += kicksSent;
+        sum.kicksSuppressed += kicksSuppressed;
+        sum.notificationsSent += notificationsSent;
+        sum.notificationsSuppressed += notificationsSuppressed;
+        sum.availIdxReads += availIdxReads;
+        sum.availIdxWrites += availIdxWrites;
+        sum.usedIdxReads += usedIdxReads;
+        sum.usedIdxWrites += usedIdxWrites;
+        sum.spuriousWakeups += spuriousWakeups;
+        sum.enableCalls += enableCalls;
+        sum.disableCalls += disableCalls;
+        sum.errors += errors;
+    }
+
+    @Override
+    public String toString() {
+        return "buffers=" + buffers + " completions=" + completions
+                + " kicks=" + kicksSent + "/" + kicksSuppressed + "suppressed"
+                + " notifications=" + notificationsSent + "/" + notificationsSuppressed + "suppressed"
+                + " availIdx r/w=" + availIdxReads + "/" + availIdxWrites
+                + " usedIdx r/w=" + usedIdxReads + "/" + usedIdxWrites
+                + " spurious=" + spuriousWakeups + " enable/disable=" + enableCalls + "/" + disableCalls
+                + " errors=" + errors;
+    }
+}
