@@ -224,7 +224,7 @@ public final class SplitDeviceQueue {
                             "indirect table of " + len / DESC_SIZE + " descriptors after " + chain.count()
                                     + " direct ones exceeds the queue size " + size));
                 }
-                int r = translate(addr, len, field(false, idx, "addr"));
+                int r = translate(addr, len, false, idx);
                 table = memory.region(r);
                 tableBase = memory.offsetIn(r, addr);
                 tableSize = (int) (len / DESC_SIZE);
@@ -243,7 +243,7 @@ public final class SplitDeviceQueue {
                 throw breakWith(new ChainTooLongException(field(inIndirect, idx, "next"), idx,
                         "chain has more than the queue size " + size + " elements"));
             }
-            int r = translate(addr, len, field(inIndirect, idx, "addr"));
+            int r = translate(addr, len, inIndirect, idx);
             chain.add(memory.region(r), memory.offsetIn(r, addr), len, writable);
             if ((flags & DESC_F_NEXT) == 0) {
                 return;
@@ -257,11 +257,12 @@ public final class SplitDeviceQueue {
         }
     }
 
-    private int translate(long addr, long len, String field) {
+    /** Region holding the element; the error's field name is built only when the check fails. */
+    private int translate(long addr, long len, boolean inIndirect, int idx) {
         int r = memory.find(addr, len);
         if (r < 0) {
             try {
-                memory.require(addr, len, field);
+                memory.require(addr, len, field(inIndirect, idx, "addr"));
             } catch (AddressOutOfRangeException e) {
                 throw breakWith(e);
             }

@@ -1,0 +1,155 @@
+package io.virtio4j.bench;
+
+import io.virtio4j.core.layout.SplitLayout;
+import io.virtio4j.core.policy.AvailPublication;
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.core.policy.Ordering;
+
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * One ring benchmark configuration: the shape of the traffic and every ring policy.
+ *
+ * @param bufs             buffers moved per run
+ * @param ringSize         queue size
+ * @param batch            buffers the driver adds before kicking, and the device pushes before publishing
+ * @param bufSize          bytes per buffer element
+ * @param chain            elements per buffer (1: one readable element; n &gt; 1: n-1 readable + 1 writable)
+ * @param indirect         chains of 2+ elements go through indirect tables
+ * @param eventIdx         VIRTIO_F_EVENT_IDX on both sides
+ * @param delayedInterrupt driver arms used-buffer notifications with enableCallbacksDelayed
+ * @param barriers         WEAK or STRONG, both sides
+ * @param availPublish     driver's avail.idx publication policy
+ * @param cachedAvail      device caches the avail index read while re-enabling kicks
+ * @param mode             POLL, NOTIFY or HYBRID, both sides
+ * @param toggleNotify     device disables and re-enables kicks around every pop (forced-path experiment)
+ * @param hybridSpinNanos  HYBRID: spin this long before arming notifications and sleeping
+ * @param verify           driver writes a sequence number, device echoes it, driver checks it
+ * @param driverCpu        CPU to pin the driver thread to, or -1
+ * @param deviceCpu        CPU to pin the device thread to, or -1
+ */
+public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int chain, boolean indirect,
+                          boolean eventIdx, boolean delayedInterrupt, Ordering barriers,
+                          AvailPublication availPublish, boolean cachedAvail, NotificationMode mode,
+                          boolean toggleNotify, long hybridSpinNanos, boolean verify, int driverCpu, int deviceCpu) {
+
+    public BenchConfig {
+        if (bufs < 1) {
+            throw new IllegalArgumentException("--bufs must be >= 1, got " + bufs);
+        }
+        if (!SplitLayout.isValidQueueSize(ringSize)) {
+            throw new IllegalArgumentException("--ring-size must be a power of two in [1, 32768], got " + ringSize);
+        }
+        if (batch < 1) {
+            throw new IllegalArgumentException("--batch must be >= 1, got " + batch);
+        }
+        if (bufSize < 1) {
+            throw new IllegalArgumentException("--buf-size must be >= 1, got " + bufSize);
+        }
+        if (chain < 1 || chain > ringSize && !indirect) {
+            throw new IllegalArgumentException("--chain must be in [1, ring size], got " + chain);
+        }
+        if (indirect && (chain < 2 || chain > ringSize)) {
+            throw new IllegalArgumentException("--indirect needs --chain in [2, ring size], got " + chain);
+        }
+        if (verify && bufSize < 8) {
+            throw new IllegalArgumentException("--verify needs --buf-size >= 8, got " + bufSize);
+        }
+    }
+
+    public static BenchConfig defaults() {
+        return new BenchConfig(2_000_000, 256, 64, 64, 1, false, true, false, Ordering.WEAK,
+                AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1);
+    }
+
+    /**
+     * This configuration with option {@code key} (a bench option name without dashes, as in
+     * {@code --compare barriers=weak,strong}) set to {@code value}.
+     */
+    public BenchConfig with(String key, String value) {
+        String v = value.trim().toLowerCase(Locale.ROOT);
+        Map<String, String> m = toMap();
+        if (!m.containsKey(key)) {
+            throw new IllegalArgumentException("unknown option '" + key + "'; known: " + String.join(", ", m.keySet()));
+        }
+        m.put(key, v);
+        return fromMap(m);
+    }
+
+    /** Option name to value, in the spelling of the command line. */
+    public Map<String, String> toMap() {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put("bufs", Long.toString(bufs));
+        m.put("ring-size", Integer.toString(ringSize));
+        m.put("batch", Integer.toString(batch));
+        m.put("buf-size", Integer.toString(bufSize));
+        m.put("chain", Integer.toString(chain));
+        m.put("indirect", Boolean.toString(indirect));
+        m.put("event-idx", Boolean.toString(eventIdx));
+        m.put("delayed-interrupt", Boolean.toString(delayedInterrupt));
+        m.put("barriers", barriers.name().toLowerCase(Locale.ROOT));
+        m.put("avail-publish", availPublish.name().toLowerCase(Locale.ROOT));
+        m.put("cached-avail", cachedAvail ? "on" : "off");
+        m.put("mode", mode.name().toLowerCase(Locale.ROOT));
+        m.put("toggle-notify", Boolean.toString(toggleNotify));
+        m.put("hybrid-spin-ns", Long.toString(hybridSpinNanos));
+        m.put("verify", Boolean.toString(verify));
+        m.put("driver-cpu", Integer.toString(driverCpu));
+        m.put("device-cpu", Integer.toString(deviceCpu));
+        return m;
+    }
+
+    private static BenchConfig fromMap(Map<String, String> m) {
+        return new BenchConfig(
+                Long.parseLong(m.get("bufs")),
+                Integer.parseInt(m.get("ring-size")),
+                Integer.parseInt(m.get("batch")),
+                Integer.parseInt(m.get("buf-size")),
+                Integer.parseInt(m.get("chain")),
+                bool(m, "indirect"),
+                bool(m, "event-idx"),
+                bool(m, "delayed-interrupt"),
+                enumOf(Ordering.class, m, "barriers"),
+                enumOf(AvailPublication.class, m, "avail-publish"),
+                bool(m, "cached-avail"),
+                enumOf(NotificationMode.class, m, "mode"),
+                bool(m, "toggle-notify"),
+                Long.parseLong(m.get("hybrid-spin-ns")),
+                bool(m, "verify"),
+                Integer.parseInt(m.get("driver-cpu")),
+                Integer.parseInt(m.get("device-cpu")));
+    }
+
+    private static boolean bool(Map<String, String> m, String k) {
+        String v = m.get(k);
+        return switch (v) {
+            case "true", "on", "yes", "1" -> true;
+            case "false", "off", "no", "0" -> false;
+            default -> throw new IllegalArgumentException(k + ": expected true/false or on/off, got '" + v + "'");
+        };
+    }
+
+    private static <E extends Enum<E>> E enumOf(Class<E> type, Map<String, String> m, String k) {
+        String v = m.get(k);
+        try {
+            return Enum.valueOf(type, v.toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(k + ": unknown value '" + v + "'", e);
+        }
+    }
+
+    /** One line describing the configuration. */
+    public String describe() {
+        return "split ring " + ringSize + ", batch " + batch + ", " + chain + " x " + bufSize + " B"
+                + (indirect ? " indirect" : "") + ", mode " + mode.name().toLowerCase(Locale.ROOT)
+                + ", barriers " + barriers.name().toLowerCase(Locale.ROOT)
+                + ", avail-publish " + availPublish.name().toLowerCase(Locale.ROOT)
+                + ", cached-avail " + (cachedAvail ? "on" : "off")
+                + ", event-idx " + (eventIdx ? "on" : "off")
+                + (delayedInterrupt ? ", delayed-interrupt" : "")
+                + (toggleNotify ? ", toggle-notify" : "")
+                + (verify ? ", verify" : "");
+    }
+}

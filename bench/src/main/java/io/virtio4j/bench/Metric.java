@@ -1,0 +1,79 @@
+package io.virtio4j.bench;
+
+import java.util.List;
+import java.util.function.ToDoubleFunction;
+
+/** A figure the benchmark reports for every run, with its JSON key and how to read it off a run. */
+public enum Metric {
+    BUFFERS_PER_S("buffers_per_s", "buffers/s", "%,.0f", RunResult::buffersPerSecond),
+    NS_PER_BUFFER("ns_per_buffer", "ns/buffer", "%,.1f", RunResult::nanosPerBuffer),
+    ELAPSED_MS("elapsed_ms", "elapsed ms", "%,.1f", r -> r.elapsedNanos() / 1e6),
+    DRIVER_CPU_MS("driver_cpu_ms", "driver CPU ms", "%,.1f", r -> r.driverCpuNanos() / 1e6),
+    DEVICE_CPU_MS("device_cpu_ms", "device CPU ms", "%,.1f", r -> r.deviceCpuNanos() / 1e6),
+    KICKS_PER_BUFFER("kicks_per_buffer", "kicks/buffer", "%.5f", r -> r.perBuffer(r.driver().kicksSent)),
+    KICKS_SUPPRESSED_PER_BUFFER("kicks_suppressed_per_buffer", "kicks suppressed/buffer", "%.5f",
+            r -> r.perBuffer(r.driver().kicksSuppressed)),
+    NOTIFICATIONS_PER_BUFFER("notifications_per_buffer", "notifications/buffer", "%.5f",
+            r -> r.perBuffer(r.device().notificationsSent)),
+    AVAIL_IDX_READS_PER_BUFFER("avail_idx_reads_per_buffer", "avail.idx reads/buffer", "%.4f",
+            r -> r.perBuffer(r.device().availIdxReads)),
+    AVAIL_IDX_WRITES_PER_BUFFER("avail_idx_writes_per_buffer", "avail.idx writes/buffer", "%.4f",
+            r -> r.perBuffer(r.driver().availIdxWrites)),
+    USED_IDX_READS_PER_BUFFER("used_idx_reads_per_buffer", "used.idx reads/buffer", "%.4f",
+            r -> r.perBuffer(r.driver().usedIdxReads)),
+    USED_IDX_WRITES_PER_BUFFER("used_idx_writes_per_buffer", "used.idx writes/buffer", "%.4f",
+            r -> r.perBuffer(r.device().usedIdxWrites)),
+    SPURIOUS_WAKEUPS("spurious_wakeups", "spurious wake-ups", "%,.0f",
+            r -> r.driverSpurious() + r.deviceSpurious()),
+    GC_COUNT("gc_count", "GC count", "%,.0f", r -> r.gcCount()),
+    ALLOCATED_BYTES("allocated_bytes", "allocated bytes", "%,.0f", r -> r.allocatedBytes()),
+    ALLOCATED_BYTES_PER_BUFFER("allocated_bytes_per_buffer", "allocated bytes/buffer", "%.4f",
+            r -> r.perBuffer(r.allocatedBytes()));
+
+    private final String key;
+    private final String label;
+    private final String format;
+    private final ToDoubleFunction<RunResult> extractor;
+
+    Metric(String key, String label, String format, ToDoubleFunction<RunResult> extractor) {
+        this.key = key;
+        this.label = label;
+        this.format = format;
+        this.extractor = extractor;
+    }
+
+    public String key() {
+        return key;
+    }
+
+    public String label() {
+        return label;
+    }
+
+    public String format(double v) {
+        return String.format(java.util.Locale.ROOT, format, v);
+    }
+
+    public double of(RunResult r) {
+        return extractor.applyAsDouble(r);
+    }
+
+    public Summary summarize(List<RunResult> runs) {
+        double[] v = new double[runs.size()];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = of(runs.get(i));
+        }
+        return Summary.of(v);
+    }
+
+    /** The metric whose JSON key or CLI name is {@code name} ("buffers_per_s" or "buffers-per-s"). */
+    public static Metric byKey(String name) {
+        String k = name.replace('-', '_');
+        for (Metric m : values()) {
+            if (m.key.equals(k)) {
+                return m;
+            }
+        }
+        throw new IllegalArgumentException("unknown metric '" + name + "'");
+    }
+}

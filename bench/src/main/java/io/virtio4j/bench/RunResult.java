@@ -1,0 +1,35 @@
+package io.virtio4j.bench;
+
+import io.virtio4j.core.stats.QueueCounters;
+
+/**
+ * What one measured run produced.
+ *
+ * @param buffers        buffers that completed the round trip
+ * @param elapsedNanos   wall time from the start barrier to the driver reaping the last buffer
+ * @param driverCpuNanos CPU time of the driver thread
+ * @param deviceCpuNanos CPU time of the device thread
+ * @param driver         driver-side queue counters
+ * @param device         device-side queue counters
+ * @param driverSpurious driver wake-ups that found no used buffer
+ * @param deviceSpurious device wake-ups that found no available buffer
+ * @param gcCount        garbage collections during the run (whole JVM)
+ * @param allocatedBytes bytes allocated by the driver and device threads during the run
+ * @param pinning        "pinned" or why pinning was not possible
+ */
+public record RunResult(long buffers, long elapsedNanos, long driverCpuNanos, long deviceCpuNanos,
+                        QueueCounters driver, QueueCounters device, long driverSpurious, long deviceSpurious,
+                        long gcCount, long allocatedBytes, String pinning) {
+
+    public double buffersPerSecond() {
+        return buffers * 1e9 / elapsedNanos;
+    }
+
+    public double nanosPerBuffer() {
+        return (double) elapsedNanos / buffers;
+    }
+
+    public double perBuffer(long count) {
+        return (double) count / buffers;
+    }
+}

@@ -1,0 +1,102 @@
+package io.virtio4j.cli;
+
+import io.virtio4j.bench.BenchConfig;
+import io.virtio4j.bench.BenchReport;
+import io.virtio4j.bench.Json;
+import io.virtio4j.bench.RingBenchmark;
+import io.virtio4j.bench.RunResult;
+import io.virtio4j.core.policy.AvailPublication;
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.core.policy.Ordering;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/** {@code virtio4j bench}: a driver thread and a device thread hammer one split ring. */
+@Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Driver and device threads, each pinned to a CPU, move buffers through one split ring in one "
+                + "shared segment, in the manner of Linux tools/virtio virtio_test and ringtest.",
+                "Prints each figure as perf stat -r N does: mean, relative spread, median."})
+public final class BenchCommand implements Callable<Integer> {
+    private static final BenchConfig D = BenchConfig.defaults();
+
+    @Option(names = "--bufs", description = "buffers per run (default ${DEFAULT-VALUE})")
+    long bufs = D.bufs();
+    @Option(names = "--ring-size", description = "queue size, a power of two (default ${DEFAULT-VALUE})")
+    int ringSize = D.ringSize();
+    @Option(names = "--batch", description = "buffers added per kick / pushed per used publication (default ${DEFAULT-VALUE})")
+    int batch = D.batch();
+    @Option(names = "--buf-size", description = "bytes per buffer element (default ${DEFAULT-VALUE})")
+    int bufSize = D.bufSize();
+    @Option(names = "--chain", description = "elements per buffer: 1 = one readable; n>1 = n-1 readable + 1 writable (default ${DEFAULT-VALUE})")
+    int chain = D.chain();
+    @Option(names = "--indirect", description = "put chains in indirect tables (needs --chain >= 2)")
+    boolean indirect = D.indirect();
+    @Option(names = "--no-event-idx", description = "do not negotiate VIRTIO_F_EVENT_IDX: suppress with the flags")
+    boolean noEventIdx = !D.eventIdx();
+    @Option(names = "--delayed-interrupt", description = "driver asks for a notification after ~3/4 of outstanding buffers")
+    boolean delayedInterrupt = D.delayedInterrupt();
+    @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
+    Ordering barriers = D.barriers();
+    @Option(names = "--avail-publish", description = "eager | lazy | adaptive (default ${DEFAULT-VALUE})", converter = Converters.PublicationConverter.class)
+    AvailPublication availPublish = D.availPublish();
+    @Option(names = "--cached-avail", description = "on | off: device caches avail.idx read while re-enabling kicks (default ${DEFAULT-VALUE})", converter = Converters.OnOffConverter.class)
+    boolean cachedAvail = D.cachedAvail();
+    @Option(names = "--mode", description = "poll | notify | hybrid (default ${DEFAULT-VALUE})", converter = Converters.ModeConverter.class)
+    NotificationMode mode = D.mode();
+    @Option(names = "--toggle-notify", description = "device disables and re-enables kicks around every pop")
+    boolean toggleNotify = D.toggleNotify();
+    @Option(names = "--hybrid-spin-ns", description = "hybrid mode: spin this long before sleeping (default ${DEFAULT-VALUE})")
+    long hybridSpinNanos = D.hybridSpinNanos();
+    @Option(names = "--verify", description = "driver writes a sequence number, device echoes it + 1, driver checks")
+    boolean verify = D.verify();
+    @Option(names = "--driver-cpu", description = "CPU for the driver thread, -1 = do not pin (default ${DEFAULT-VALUE})")
+    int driverCpu = D.driverCpu();
+    @Option(names = "--device-cpu", description = "CPU for the device thread, -1 = do not pin (default ${DEFAULT-VALUE})")
+    int deviceCpu = D.deviceCpu();
+    @Option(names = "--runs", description = "measured runs (default ${DEFAULT-VALUE})")
+    int runs = 5;
+    @Option(names = "--warmup", description = "unmeasured runs first (default ${DEFAULT-VALUE})")
+    int warmup = 1;
+    @Option(names = "--json", description = "also write the results as JSON to FILE")
+    Path json;
+
+    BenchConfig config() {
+        return new BenchConfig(bufs, ringSize, batch, bufSize, chain, indirect, !noEventIdx, delayedInterrupt,
+                barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify, driverCpu, deviceCpu);
+    }
+
+    @Override
+    public Integer call() throws InterruptedException, IOException {
+        if (runs < 1 || warmup < 0) {
+            throw new IllegalArgumentException("--runs must be >= 1 and --warmup >= 0");
+        }
+        BenchConfig cfg = config();
+        Progress progress = new Progress(System.err);
+        System.out.println("virtio4j bench: " + cfg.describe());
+        for (int i = 0; i < warmup; i++) {
+            progress.show(String.format(Locale.ROOT, "warm-up %d/%d", i + 1, warmup));
+            new RingBenchmark(cfg).run();
+        }
+        List<RunResult> results = new ArrayList<>();
+        for (int i = 0; i < runs; i++) {
+            progress.show(String.format(Locale.ROOT, "run %d/%d%s", i + 1, runs, results.isEmpty() ? ""
+                    : String.format(Locale.ROOT, " (last %,.0f buffers/s)", results.getLast().buffersPerSecond())));
+            results.add(new RingBenchmark(cfg).run());
+        }
+        progress.clear();
+        BenchReport.print(System.out, cfg, results);
+        if (json != null) {
+            Files.writeString(json, Json.write(BenchReport.toJson(cfg, results)));
+            System.out.println("  JSON written to " + json);
+        }
+        return 0;
+    }
+}

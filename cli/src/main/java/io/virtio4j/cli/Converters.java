@@ -1,0 +1,59 @@
+package io.virtio4j.cli;
+
+import io.virtio4j.core.policy.AvailPublication;
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.core.policy.Ordering;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.TypeConversionException;
+
+import java.util.Locale;
+
+/** Case-insensitive option converters for the ring policies. */
+final class Converters {
+    private Converters() {
+    }
+
+    private static <E extends Enum<E>> E parse(Class<E> type, String v) {
+        try {
+            return Enum.valueOf(type, v.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            StringBuilder known = new StringBuilder();
+            for (E c : type.getEnumConstants()) {
+                known.append(known.isEmpty() ? "" : " | ").append(c.name().toLowerCase(Locale.ROOT));
+            }
+            throw new TypeConversionException("'" + v + "' is not one of " + known);
+        }
+    }
+
+    static final class OrderingConverter implements ITypeConverter<Ordering> {
+        @Override
+        public Ordering convert(String v) {
+            return parse(Ordering.class, v);
+        }
+    }
+
+    static final class PublicationConverter implements ITypeConverter<AvailPublication> {
+        @Override
+        public AvailPublication convert(String v) {
+            return parse(AvailPublication.class, v);
+        }
+    }
+
+    static final class ModeConverter implements ITypeConverter<NotificationMode> {
+        @Override
+        public NotificationMode convert(String v) {
+            return parse(NotificationMode.class, v);
+        }
+    }
+
+    static final class OnOffConverter implements ITypeConverter<Boolean> {
+        @Override
+        public Boolean convert(String v) {
+            return switch (v.trim().toLowerCase(Locale.ROOT)) {
+                case "on", "true", "yes" -> true;
+                case "off", "false", "no" -> false;
+                default -> throw new TypeConversionException("'" + v + "' is not on | off");
+            };
+        }
+    }
+}
