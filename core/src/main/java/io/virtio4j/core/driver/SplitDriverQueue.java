@@ -195,6 +195,10 @@ public final class SplitDriverQueue {
         if (elements == 0) {
             throw new IllegalArgumentException("a buffer needs at least one element");
         }
+        if (elements > size) {
+            // virtio 1.x 2.7.5.3.1: a chain, indirect or not, must not be longer than the queue size
+            throw new IllegalArgumentException("a buffer of " + elements + " elements exceeds the queue size " + size);
+        }
         if (token == null) {
             throw new IllegalArgumentException("token must not be null");
         }
