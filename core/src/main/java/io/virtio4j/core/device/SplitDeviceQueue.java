@@ -14,6 +14,7 @@ import io.virtio4j.core.error.ReadableAfterWritableException;
 import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
+import io.virtio4j.core.layout.Fences;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.layout.UsedRing;
@@ -319,7 +320,7 @@ public final class SplitDeviceQueue {
         // mb (store->load): our used.idx store must be visible before we load used_event / avail.flags. The driver
         // stores used_event (or clears NO_INTERRUPT) then loads used.idx; without a full fence both loads can pass
         // both stores: we see "no interrupt" while the driver sees the old used.idx and sleeps forever.
-        VarHandle.fullFence();
+        Fences.storeLoad();
         if (eventIdx) {
             int old = signalledUsed;
             boolean valid = signalledUsedValid;
@@ -382,7 +383,7 @@ public final class SplitDeviceQueue {
         // mb (store->load): the avail_event / flags store must be visible before we re-read avail.idx. The
         // driver stores avail.idx then loads avail_event / used.flags; without the fence it can see the old
         // "no kick" state while we see the old avail.idx, and we sleep with a buffer available: a lost kick.
-        VarHandle.fullFence();
+        Fences.storeLoad();
         int idx = loadAvailIdx();
         if (cachedAvailOnEnable) {
             availCache = idx;

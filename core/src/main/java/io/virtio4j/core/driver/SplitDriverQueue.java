@@ -8,6 +8,7 @@ import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.error.UsedLengthTooLargeException;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
+import io.virtio4j.core.layout.Fences;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.layout.UsedRing;
@@ -293,7 +294,7 @@ public final class SplitDriverQueue {
         // device does the mirror image (stores avail_event or clears NO_NOTIFY, then loads avail.idx). Without a
         // full fence both loads can pass both stores (x86 store buffers do this): we see "suppressed" and skip
         // the kick while the device sees the old index and goes to sleep. The buffers then wait forever.
-        VarHandle.fullFence();
+        Fences.storeLoad();
         boolean needKick = eventIdx
                 ? SplitLayout.needEvent(used.availEventAcquire(), newIdx, oldIdx)
                 : (used.flagsAcquire() & USED_F_NO_NOTIFY) == 0;
@@ -381,7 +382,7 @@ public final class SplitDriverQueue {
             // visible before our next load of used.idx, so the device cannot skip a notification for an entry
             // we have not seen yet (the same Dekker pair as in enableCallbacks).
             avail.usedEventRelease(lastUsed);
-            VarHandle.fullFence();
+            Fences.storeLoad();
         }
         return token;
     }
@@ -451,7 +452,7 @@ public final class SplitDriverQueue {
         // mb (store->load): the used_event / flags store must be visible before we re-read used.idx. The device
         // stores used.idx then loads used_event / flags; without the fence it can read the old "no interrupt"
         // state while we read the old used.idx, and we sleep with a used buffer and no notification coming.
-        VarHandle.fullFence();
+        Fences.storeLoad();
         int idx = refreshUsed();
         return ((idx - lastUsed) & 0xFFFF) <= tolerated;
     }
