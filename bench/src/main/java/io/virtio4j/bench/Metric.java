@@ -28,7 +28,9 @@ public enum Metric {
     GC_COUNT("gc_count", "GC count", "%,.0f", r -> r.gcCount()),
     ALLOCATED_BYTES("allocated_bytes", "allocated bytes", "%,.0f", r -> r.allocatedBytes()),
     ALLOCATED_BYTES_PER_BUFFER("allocated_bytes_per_buffer", "allocated bytes/buffer", "%.4f",
-            r -> r.perBuffer(r.allocatedBytes()));
+            r -> r.perBuffer(r.allocatedBytes())),
+    PROBE_NS("probe_ns", "ping-pong ns (before)", "%,.0f", RunResult::probeBeforeNanos),
+    PROBE_AFTER_NS("probe_after_ns", "ping-pong ns (after)", "%,.0f", RunResult::probeAfterNanos);
 
     private final String key;
     private final String label;

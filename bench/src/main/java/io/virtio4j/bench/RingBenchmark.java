@@ -41,11 +41,16 @@ public final class RingBenchmark {
         this.cfg = cfg;
     }
 
-    /** Runs once and returns what it measured. */
+    private static final int PROBE_ROUNDS = 20_000;
+
+    /** Runs once, with a cache-line ping-pong probe just before and after, and returns what it measured. */
     public RunResult run() throws InterruptedException {
         try (Arena arena = Arena.ofShared()) {
             Setup s = new Setup(cfg, arena);
-            return s.execute();
+            double before = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
+            RunResult r = s.execute();
+            double after = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
+            return r.withProbes(before, after);
         }
     }
 
@@ -135,7 +140,7 @@ public final class RingBenchmark {
                 pinning = "not pinned";
             }
             return new RunResult(completed, elapsed, driverCpu, deviceCpu, driver.counters(), device.counters(),
-                    driverSpurious, deviceSpurious, gcCount() - gcBefore, driverAlloc + deviceAlloc, pinning);
+                    driverSpurious, deviceSpurious, gcCount() - gcBefore, driverAlloc + deviceAlloc, pinning, Double.NaN, Double.NaN);
         }
 
         private static String pin(int cpu, String who) {

@@ -16,10 +16,13 @@ import io.virtio4j.core.stats.QueueCounters;
  * @param gcCount        garbage collections during the run (whole JVM)
  * @param allocatedBytes bytes allocated by the driver and device threads during the run
  * @param pinning        "pinned" or why pinning was not possible
+ * @param probeBeforeNanos cache-line ping-pong round trip between the two CPUs just before the run
+ * @param probeAfterNanos  the same just after the run
  */
 public record RunResult(long buffers, long elapsedNanos, long driverCpuNanos, long deviceCpuNanos,
                         QueueCounters driver, QueueCounters device, long driverSpurious, long deviceSpurious,
-                        long gcCount, long allocatedBytes, String pinning) {
+                        long gcCount, long allocatedBytes, String pinning,
+                        double probeBeforeNanos, double probeAfterNanos) {
 
     public double buffersPerSecond() {
         return buffers * 1e9 / elapsedNanos;
@@ -27,6 +30,11 @@ public record RunResult(long buffers, long elapsedNanos, long driverCpuNanos, lo
 
     public double nanosPerBuffer() {
         return (double) elapsedNanos / buffers;
+    }
+
+    public RunResult withProbes(double before, double after) {
+        return new RunResult(buffers, elapsedNanos, driverCpuNanos, deviceCpuNanos, driver, device, driverSpurious,
+                deviceSpurious, gcCount, allocatedBytes, pinning, before, after);
     }
 
     public double perBuffer(long count) {

@@ -2,6 +2,7 @@ package io.virtio4j.cli;
 
 import io.virtio4j.bench.BenchConfig;
 import io.virtio4j.bench.BenchReport;
+import io.virtio4j.bench.Interleaved;
 import io.virtio4j.bench.Json;
 import io.virtio4j.bench.RingBenchmark;
 import io.virtio4j.bench.RunResult;
@@ -67,6 +68,10 @@ public final class BenchCommand implements Callable<Integer> {
     int warmup = 1;
     @Option(names = "--json", description = "also write the results as JSON to FILE")
     Path json;
+    @Option(names = "--compare", paramLabel = "KEY=A,B",
+            description = "run option KEY at value A and at value B interleaved (A B A B ...) and print B/A with a 95% "
+                    + "confidence interval, e.g. --compare barriers=weak,strong or --compare cached-avail=off,on")
+    String compare;
 
     BenchConfig config() {
         return new BenchConfig(bufs, ringSize, batch, bufSize, chain, indirect, !noEventIdx, delayedInterrupt,
@@ -80,6 +85,9 @@ public final class BenchCommand implements Callable<Integer> {
         }
         BenchConfig cfg = config();
         Progress progress = new Progress(System.err);
+        if (compare != null) {
+            return compare(cfg, progress);
+        }
         System.out.println("virtio4j bench: " + cfg.describe());
         for (int i = 0; i < warmup; i++) {
             progress.show(String.format(Locale.ROOT, "warm-up %d/%d", i + 1, warmup));
@@ -95,6 +103,26 @@ public final class BenchCommand implements Callable<Integer> {
         BenchReport.print(System.out, cfg, results);
         if (json != null) {
             Files.writeString(json, Json.write(BenchReport.toJson(cfg, results)));
+            System.out.println("  JSON written to " + json);
+        }
+        return 0;
+    }
+
+    private int compare(BenchConfig cfg, Progress progress) throws InterruptedException, IOException {
+        int eq = compare.indexOf('=');
+        String[] values = eq < 0 ? new String[0] : compare.substring(eq + 1).split(",");
+        if (eq < 1 || values.length != 2) {
+            throw new IllegalArgumentException("--compare takes KEY=A,B, got '" + compare + "'");
+        }
+        String key = compare.substring(0, eq).trim();
+        BenchConfig a = cfg.with(key, values[0]);
+        BenchConfig b = cfg.with(key, values[1]);
+        System.out.println("virtio4j bench --compare " + compare + ": " + cfg.describe());
+        Interleaved.Pairs pairs = Interleaved.run(a, b, warmup, runs, progress::show);
+        progress.clear();
+        BenchReport.printComparison(System.out, key, pairs);
+        if (json != null) {
+            Files.writeString(json, Json.write(BenchReport.comparisonJson(key, pairs)));
             System.out.println("  JSON written to " + json);
         }
         return 0;
