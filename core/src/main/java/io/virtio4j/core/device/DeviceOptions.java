@@ -1,6 +1,7 @@
 package io.virtio4j.core.device;
 
 import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.policy.VirtioFeatures;
 
 /**
  * Negotiated features and run-time policies of one device-side queue.
@@ -22,6 +23,16 @@ public record DeviceOptions(Ordering ordering, boolean eventIdx, boolean indirec
     /** Weak barriers, event index and indirect descriptors on, cached avail index on enable. */
     public static DeviceOptions defaults() {
         return new DeviceOptions(Ordering.WEAK, true, true, true);
+    }
+
+    /**
+     * Options for a queue under negotiated {@code features}: EVENT_IDX and INDIRECT_DESC as negotiated, and STRONG
+     * ordering forced by VIRTIO_F_ORDER_PLATFORM.
+     */
+    public static DeviceOptions fromFeatures(long features, Ordering requested, boolean cachedAvailOnEnable) {
+        return new DeviceOptions(VirtioFeatures.ordering(features, requested),
+                VirtioFeatures.has(features, VirtioFeatures.EVENT_IDX),
+                VirtioFeatures.has(features, VirtioFeatures.INDIRECT_DESC), cachedAvailOnEnable);
     }
 
     public DeviceOptions withOrdering(Ordering o) {

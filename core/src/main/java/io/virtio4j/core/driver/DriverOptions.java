@@ -2,6 +2,7 @@ package io.virtio4j.core.driver;
 
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.policy.VirtioFeatures;
 
 import java.lang.foreign.MemorySegment;
 
@@ -38,6 +39,18 @@ public record DriverOptions(Ordering ordering, boolean eventIdx, MemorySegment i
     /** Weak barriers, event index on, no indirect tables, eager publication. */
     public static DriverOptions defaults() {
         return new DriverOptions(Ordering.WEAK, true, null, 0, 0, 0, AvailPublication.EAGER, 1, 64);
+    }
+
+    /**
+     * These options adjusted to negotiated {@code features}: EVENT_IDX as negotiated, indirect tables dropped
+     * unless INDIRECT_DESC is negotiated, STRONG ordering forced by VIRTIO_F_ORDER_PLATFORM.
+     */
+    public DriverOptions forFeatures(long features) {
+        boolean indirect = VirtioFeatures.has(features, VirtioFeatures.INDIRECT_DESC) && indirectTables != null;
+        return new DriverOptions(VirtioFeatures.ordering(features, ordering),
+                VirtioFeatures.has(features, VirtioFeatures.EVENT_IDX), indirect ? indirectTables : null,
+                indirect ? indirectTablesGuestAddr : 0, indirect ? indirectMaxElements : 0,
+                indirect ? indirectThreshold : 0, publication, adaptiveMin, adaptiveMax);
     }
 
     public DriverOptions withOrdering(Ordering o) {
