@@ -69,6 +69,8 @@ public final class SplitDeviceQueue {
     private int usedShadow;
     /** Last value stored to used.idx. */
     private int usedPublished;
+    /** usedPublished at the last notification decision: elements published after it still need one. */
+    private int usedDecided;
     /** used.idx at the last notification decision, and whether it is meaningful (false after a (re)start). */
     private int signalledUsed;
     private boolean signalledUsedValid;
@@ -96,14 +98,23 @@ public final class SplitDeviceQueue {
     }
 
     /**
-     * Starts from ring position {@code base} for both indices (VHOST_USER_SET_VRING_BASE), forgetting chains in
-     * flight and any earlier violation. The next notification decision always notifies.
+     * Resumes at available-ring position {@code lastAvailIdx} (VHOST_USER_SET_VRING_BASE) and at the used index
+     * the ring holds now, forgetting chains in flight and any earlier violation. With EVENT_IDX the next
+     * notification decision always notifies.
+     *
+     * @throws IndexJumpException when the driver's used.idx is further than a queue size from {@code lastAvailIdx}
      */
-    public void restart(int base) {
-        lastAvail = availCache = usedShadow = usedPublished = base & 0xFFFF;
+    public void restart(int lastAvailIdx) {
+        int usedIdx = used.idxAcquire();
+        broken = null;
+        if (((lastAvailIdx - usedIdx) & 0xFFFF) > size) {
+            throw breakWith(new IndexJumpException("used.idx", usedIdx, "is more than the queue size " + size
+                    + " behind the ring base " + (lastAvailIdx & 0xFFFF)));
+        }
+        lastAvail = availCache = lastAvailIdx & 0xFFFF;
+        usedShadow = usedPublished = usedDecided = usedIdx;
         signalledUsedValid = false;
         java.util.Arrays.fill(inFlight, false);
-        broken = null;
     }
 
     public int size() {
@@ -199,10 +210,7 @@ public final class SplitDeviceQueue {
             int flags = Descriptors.flags(table, tableBase, idx);
             long addr = Descriptors.addr(table, tableBase, idx);
             long len = Descriptors.len(table, tableBase, idx);
-            if (++visited > tableSize) {
-                throw breakWith(new DescriptorLoopException(field(inIndirect, idx, "next"), idx,
-                        "chain visits more than the " + tableSize + " descriptors of its table"));
-            }
+            visited++;
             if ((flags & DESC_F_INDIRECT) != 0) {
                 if (!indirectDesc) {
                     throw breakWith(new IndirectNotNegotiatedException(field(inIndirect, idx, "flags"), flags,
@@ -221,7 +229,7 @@ public final class SplitDeviceQueue {
                             "indirect table length must be a non-zero multiple of " + DESC_SIZE));
                 }
                 if (len / DESC_SIZE + chain.count() > size) {
-                    throw breakWith(new InvalidIndirectTableException(field(false, idx, "len"), len,
+                    throw breakWith(new ChainTooLongException(field(false, idx, "len"), len,
                             "indirect table of " + len / DESC_SIZE + " descriptors after " + chain.count()
                                     + " direct ones exceeds the queue size " + size));
                 }
@@ -240,10 +248,6 @@ public final class SplitDeviceQueue {
                         "device-readable descriptor after a device-writable one"));
             }
             seenWritable |= writable;
-            if (chain.count() == size) {
-                throw breakWith(new ChainTooLongException(field(inIndirect, idx, "next"), idx,
-                        "chain has more than the queue size " + size + " elements"));
-            }
             int r = translate(addr, len, inIndirect, idx);
             chain.add(memory.region(r), memory.offsetIn(r, addr), len, writable);
             if ((flags & DESC_F_NEXT) == 0) {
@@ -253,6 +257,13 @@ public final class SplitDeviceQueue {
             if (nextIdx >= tableSize) {
                 throw breakWith(new InvalidDescriptorIndexException(field(inIndirect, idx, "next"), nextIdx,
                         "next index is not below the table size " + tableSize));
+            }
+            // Every descriptor of the table has been visited: following one more link must revisit one. This
+            // also bounds the chain: a direct chain has at most size elements, an indirect table at most
+            // size - (direct prefix) by the check above, so the chain always fits DescriptorChain's capacity.
+            if (visited == tableSize) {
+                throw breakWith(new DescriptorLoopException(field(inIndirect, idx, "next"), nextIdx,
+                        "chain visits more than the " + tableSize + " descriptors of its table: a loop"));
             }
             idx = nextIdx;
         }
@@ -313,14 +324,16 @@ public final class SplitDeviceQueue {
 
     /**
      * Whether the driver wants a used-buffer notification for the elements published since the last
-     * decision (EVENT_IDX: {@code need_event(used_event, new, old)}; otherwise the NO_INTERRUPT flag).
-     * Always true for the first decision after a (re)start.
+     * decision. With EVENT_IDX: {@code need_event(used_event, new, old)}, and always true for the first decision
+     * after a (re)start, when {@code old} is unknown (libvhost-user does the same). Without it: the
+     * NO_INTERRUPT flag, which is authoritative every time, the first included.
      */
     public boolean needNotify() {
         // mb (store->load): our used.idx store must be visible before we load used_event / avail.flags. The driver
         // stores used_event (or clears NO_INTERRUPT) then loads used.idx; without a full fence both loads can pass
         // both stores: we see "no interrupt" while the driver sees the old used.idx and sleeps forever.
         Fences.storeLoad();
+        usedDecided = usedPublished;
         if (eventIdx) {
             int old = signalledUsed;
             boolean valid = signalledUsedValid;
@@ -338,10 +351,10 @@ public final class SplitDeviceQueue {
      */
     public boolean flushUsed() {
         checkNotBroken();
-        if (usedPublished == usedShadow) {
+        publishUsed();
+        if (usedPublished == usedDecided) {
             return false;
         }
-        publishUsed();
         if (needNotify()) {
             counters.notificationsSent++;
             callNotifier.signal();

@@ -338,11 +338,12 @@ public final class SplitDriverQueue {
         if (strong) {
             VarHandle.fullFence();
         }
-        int outstanding = (availShadow - lastUsed) & 0xFFFF;
+        // Only published buffers can have been used: under LAZY/ADAPTIVE some added ones are not visible yet.
+        int outstanding = (availPublished - lastUsed) & 0xFFFF;
         int advanced = (idx - lastUsed) & 0xFFFF;
         if (advanced > outstanding) {
             throw breakWith(new IndexJumpException("used.idx", idx, "moved " + advanced
-                    + " entries past last seen " + lastUsed + " with only " + outstanding + " buffers outstanding"));
+                    + " entries past last seen " + lastUsed + " with only " + outstanding + " published buffers outstanding"));
         }
         usedSeen = idx;
         return idx;

@@ -8,6 +8,7 @@ import io.virtio4j.core.error.IndexJumpException;
 import io.virtio4j.core.error.IndirectNotNegotiatedException;
 import io.virtio4j.core.error.IndirectWithNextException;
 import io.virtio4j.core.error.InvalidDescriptorIndexException;
+import io.virtio4j.core.error.ChainTooLongException;
 import io.virtio4j.core.error.InvalidIndirectTableException;
 import io.virtio4j.core.error.NestedIndirectException;
 import io.virtio4j.core.error.QueueBrokenException;
@@ -15,7 +16,6 @@ import io.virtio4j.core.error.ReadableAfterWritableException;
 import io.virtio4j.core.error.RingViolationException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import static io.virtio4j.core.RingTestSupport.HostileRing.DATA;
@@ -171,8 +171,6 @@ class HostileRingTest {
     }
 
     @Test
-    @Disabled("bug: SplitDeviceQueue.walk reports the descriptor it is about to revisit as both field and "
-            + "value, here desc[0].next=0, but desc[0].next holds 1; the link that closed the loop is desc[1].next=0")
     void descriptorLoopNamesTheLinkThatClosedIt() {
         ring.desc(0, DATA, 16, R | NEXT, 1);
         ring.desc(1, DATA + 16, 16, R | NEXT, 0);
@@ -191,7 +189,7 @@ class HostileRingTest {
             ring.indirect(TABLES, i, DATA + 64 + 16L * i, 16, i < 4 ? R | NEXT : R, i + 1);
         }
         ring.makeAvailable(0);
-        assertViolation(ring, InvalidIndirectTableException.class, "desc[4].len", 80);
+        assertViolation(ring, ChainTooLongException.class, "desc[4].len", 80);
     }
 
     @Test
