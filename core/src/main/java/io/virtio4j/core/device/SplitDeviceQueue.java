@@ -180,6 +180,23 @@ public final class SplitDeviceQueue {
         return chain;
     }
 
+    /**
+     * Gives back the chain popped last, so the next pop returns it again (vhost's {@code vhost_discard_vq_desc}):
+     * for a device that took buffers it cannot use after all, e.g. a frame that needs more receive buffers than
+     * the driver has posted. Chains are given back in the reverse order of popping.
+     *
+     * @throws IllegalStateException when {@code head} is not the chain popped last and not yet pushed
+     */
+    public void unpop(int head) {
+        int prev = (lastAvail - 1) & 0xFFFF;
+        if (head < 0 || head >= size || !inFlight[head] || avail.entry(prev & mask) != head) {
+            throw new IllegalStateException("head " + head + " is not the chain popped last");
+        }
+        inFlight[head] = false;
+        lastAvail = prev;
+        counters.buffers--;
+    }
+
     /** Loads avail.idx from shared memory, after checking the driver moved it plausibly. */
     private int loadAvailIdx() {
         int idx = avail.idxAcquire();

@@ -1,0 +1,34 @@
+package io.virtio4j.core.device;
+
+import io.virtio4j.core.RingTestSupport.Pair;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+class UnpopTest {
+
+    @Test
+    void unpoppedChainsComeBackInOrder() {
+        try (Pair p = Pair.open(8)) {
+            p.add("a", 1, 0);
+            p.add("b", 1, 0);
+            p.driver.kick();
+            int a = p.device.pop().head();
+            int b = p.device.pop().head();
+            assertNull(p.device.pop());
+            assertThrows(IllegalStateException.class, () -> p.device.unpop(a), "only the chain popped last");
+            p.device.unpop(b);
+            p.device.unpop(a);
+            assertEquals(a, p.device.pop().head());
+            assertEquals(b, p.device.pop().head());
+            p.device.pushUsed(a, 0);
+            p.device.pushUsed(b, 0);
+            assertThrows(IllegalStateException.class, () -> p.device.unpop(b), "a pushed chain cannot be given back");
+            p.device.flushUsed();
+            p.reap("a", "b");
+            assertEquals(2, p.device.counters().buffers);
+        }
+    }
+}
