@@ -1,0 +1,109 @@
+package io.virtio4j.bench;
+
+import io.virtio4j.core.device.DescriptorChain;
+import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.notify.Notifier;
+import io.virtio4j.core.policy.NotificationMode;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+
+/**
+ * The device side of a benchmark run: pops, pushes used, publishes every {@code batch} buffers or when the
+ * ring runs dry, and waits only when the ring is empty, until the driver sets the stop word.
+ */
+final class DeviceLoop {
+
+    /** What the device measured. */
+    record Result(long cpuNanos, long allocatedBytes, long spurious, String pinError) {
+    }
+
+    private final BenchConfig cfg;
+    private final BenchLayout layout;
+    private final MemorySegment mem;
+    private final SplitDeviceQueue device;
+    private final Notifier kick;
+
+    DeviceLoop(BenchLayout layout, MemorySegment mem, SplitDeviceQueue device, Notifier kick) {
+        this.cfg = layout.cfg();
+        this.layout = layout;
+        this.mem = mem;
+        this.device = device;
+        this.kick = kick;
+    }
+
+    Result run() throws InterruptedException {
+        String pinError = Pinning.pin(cfg.deviceCpu(), "device");
+        com.sun.management.ThreadMXBean tmx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        MemorySegment scratch = Arena.ofAuto().allocate(8, 8);
+        int batch = cfg.batch();
+        boolean toggle = cfg.toggleNotify();
+        boolean verify = cfg.verify();
+        NotificationMode mode = cfg.mode();
+        device.disableKicks();
+
+        long cpu0 = tmx.getCurrentThreadCpuTime();
+        long alloc0 = tmx.getCurrentThreadAllocatedBytes();
+        int pending = 0;
+        long spurious = 0;
+        long idleSince = 0;
+        boolean woke = false;
+        while (true) {
+            if (toggle) {
+                device.enableKicks();
+                device.disableKicks();
+            }
+            DescriptorChain c = device.pop();
+            if (c != null) {
+                long written = 0;
+                if (verify) {
+                    c.gather(0, scratch, 0, 8);
+                    scratch.set(ValueLayout.JAVA_LONG, 0, scratch.get(ValueLayout.JAVA_LONG, 0) + 1);
+                    written = c.writableCount() > 0 ? c.scatter(0, scratch, 0, 8) : 0;
+                }
+                device.pushUsed(c.head(), written);
+                if (++pending >= batch) {
+                    device.flushUsed();
+                    pending = 0;
+                }
+                idleSince = 0;
+                woke = false;
+                continue;
+            }
+            if (woke) {
+                spurious++; // a kick woke us and the ring was empty
+                woke = false;
+            }
+            if (pending > 0) {
+                device.flushUsed();
+                pending = 0;
+            }
+            if (layout.stopRequested(mem)) {
+                break;
+            }
+            if (mode == NotificationMode.POLL) {
+                Thread.onSpinWait();
+                continue;
+            }
+            if (mode == NotificationMode.HYBRID) {
+                long now = System.nanoTime();
+                if (idleSince == 0) {
+                    idleSince = now;
+                }
+                if (now - idleSince < cfg.hybridSpinNanos()) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+            }
+            if (!device.enableKicks()) {
+                woke = kick.await(DriverLoop.WAIT_SLICE_NANOS) && !layout.stopRequested(mem);
+            }
+            device.disableKicks();
+            idleSince = 0;
+        }
+        return new Result(tmx.getCurrentThreadCpuTime() - cpu0, tmx.getCurrentThreadAllocatedBytes() - alloc0,
+                spurious, pinError);
+    }
+}
