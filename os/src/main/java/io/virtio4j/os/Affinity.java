@@ -26,15 +26,7 @@ public final class Affinity {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mask = arena.allocate(MASK_BYTES, 8);
             mask.set(java.lang.foreign.ValueLayout.JAVA_BYTE, cpu / 8, (byte) (1 << (cpu % 8)));
-            MemorySegment st = Native.errnoState();
-            int rc = (int) SET.invokeExact(st, 0, (long) MASK_BYTES, mask);
-            if (rc != 0) {
-                throw new LinuxException("sched_setaffinity(cpu " + cpu + ")", Native.errno(st));
-            }
-        } catch (LinuxException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("sched_setaffinity downcall failed", t);
+            Native.call("sched_setaffinity(cpu " + cpu + ")", st -> (int) SET.invokeExact(st, 0, (long) MASK_BYTES, mask));
         }
     }
 
@@ -42,11 +34,7 @@ public final class Affinity {
     public static int[] allowedCpus() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mask = arena.allocate(MASK_BYTES, 8);
-            MemorySegment st = Native.errnoState();
-            int rc = (int) GET.invokeExact(st, 0, (long) MASK_BYTES, mask);
-            if (rc != 0) {
-                throw new LinuxException("sched_getaffinity", Native.errno(st));
-            }
+            Native.call("sched_getaffinity", st -> (int) GET.invokeExact(st, 0, (long) MASK_BYTES, mask));
             int n = 0;
             int[] cpus = new int[MASK_BYTES * 8];
             for (int cpu = 0; cpu < MASK_BYTES * 8; cpu++) {
@@ -55,10 +43,6 @@ public final class Affinity {
                 }
             }
             return java.util.Arrays.copyOf(cpus, n);
-        } catch (LinuxException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("sched_getaffinity downcall failed", t);
         }
     }
 

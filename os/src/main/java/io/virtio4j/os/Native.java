@@ -10,39 +10,104 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
 /**
  * Downcall plumbing: looks up libc symbols and captures errno. A handle from {@link #downcallErrno} takes a
- * leading {@code MemorySegment} for the captured state; {@link #errnoState()} gives the calling thread's.
+ * leading {@code MemorySegment} for the captured state; {@link #call}, the one place errno is checked, supplies
+ * the calling thread's, retries on EINTR and turns a failure into a {@link LinuxException}.
  */
 final class Native {
     private Native() {
     }
 
+    /** A downcall whose negative result means failure with errno in the captured state. */
+    @FunctionalInterface
+    interface Call {
+        long invoke(MemorySegment errnoState) throws Throwable;
+    }
+
+    /** Passed as {@code acceptedErrno} when every failure must throw; no errno is zero. */
+    private static final int NO_ERRNO = 0;
+
     static final Linker LINKER = Linker.nativeLinker();
     private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    // Per-thread native memory, so that calls on any thread need neither a lock nor an allocation. Auto arenas
+    // give the memory back when a thread ends.
     private static final ThreadLocal<MemorySegment> STATE =
-            ThreadLocal.withInitial(() -> Arena.global().allocate(CAPTURE_LAYOUT));
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
+    private static final ThreadLocal<MemorySegment> WORD =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(JAVA_LONG));
 
     static MethodHandle downcall(String name, ValueLayout result, ValueLayout... args) {
-        MemorySegment sym = LINKER.defaultLookup().find(name)
-                .orElseThrow(() -> new UnsatisfiedLinkError("libc has no symbol " + name));
         FunctionDescriptor fd = result == null ? FunctionDescriptor.ofVoid(args) : FunctionDescriptor.of(result, args);
-        return LINKER.downcallHandle(sym, fd);
+        return LINKER.downcallHandle(symbol(name), fd);
     }
 
     static MethodHandle downcallErrno(String name, ValueLayout result, ValueLayout... args) {
-        MemorySegment sym = LINKER.defaultLookup().find(name)
-                .orElseThrow(() -> new UnsatisfiedLinkError("libc has no symbol " + name));
-        return LINKER.downcallHandle(sym, FunctionDescriptor.of(result, args), CAPTURE_ERRNO);
+        return LINKER.downcallHandle(symbol(name), FunctionDescriptor.of(result, args), CAPTURE_ERRNO);
     }
 
-    static MemorySegment errnoState() {
+    private static MemorySegment symbol(String name) {
+        return LINKER.defaultLookup().find(name).orElseThrow(() -> new UnsatisfiedLinkError("libc has no symbol " + name));
+    }
+
+    private static MemorySegment errnoState() {
         return STATE.get();
     }
 
-    static int errno(MemorySegment state) {
+    private static int errno(MemorySegment state) {
         return (int) ERRNO.get(state, 0L);
+    }
+
+    /** An 8-byte native word owned by the calling thread: the buffer of eventfd reads and writes. */
+    static MemorySegment threadWord() {
+        return WORD.get();
+    }
+
+    /**
+     * Runs an errno-capturing downcall, retrying it when a signal interrupted it (EINTR).
+     *
+     * @param name what failed, for the exception message
+     * @return the call's non-negative result
+     * @throws LinuxException when the call fails
+     */
+    static long call(String name, Call call) {
+        return call(name, call, NO_ERRNO);
+    }
+
+    /**
+     * Like {@link #call(String, Call)}, but a failure with {@code acceptedErrno} is an expected outcome: it
+     * returns {@code -acceptedErrno} instead of throwing. Accepting EINTR turns off the retry, for calls that
+     * must not be repeated (close) or whose caller recomputes a time-out.
+     */
+    static long call(String name, Call call, int acceptedErrno) {
+        MemorySegment state = errnoState();
+        while (true) {
+            long result = invoke(name, call, state);
+            if (result >= 0) {
+                return result;
+            }
+            int errno = errno(state);
+            if (errno == acceptedErrno) {
+                return -errno;
+            }
+            if (errno != Errno.EINTR) {
+                throw new LinuxException(name, errno);
+            }
+        }
+    }
+
+    private static long invoke(String name, Call call, MemorySegment state) {
+        try {
+            return call.invoke(state);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            // invokeExact declares Throwable, but a downcall itself throws nothing checked.
+            throw new IllegalStateException(name + " downcall failed", t);
+        }
     }
 }

@@ -1,0 +1,141 @@
+package io.virtio4j.os;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.invoke.MethodHandle;
+import java.util.Objects;
+
+import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
+
+/**
+ * An epoll instance: register descriptors with an events mask and 64-bit user data, then wait for ready ones.
+ * {@link #await} fills a buffer allocated once, read back with {@link #events(int)} and {@link #data(int)}, so
+ * waiting does not allocate. One thread may wait at a time; registration may happen on any thread.
+ */
+public final class Epoll implements AutoCloseable {
+    public static final int EPOLLIN = 0x001;
+    public static final int EPOLLOUT = 0x004;
+    public static final int EPOLLERR = 0x008;
+    public static final int EPOLLHUP = 0x010;
+    public static final int EPOLLRDHUP = 0x2000;
+    public static final int EPOLLONESHOT = 1 << 30;
+    public static final int EPOLLET = 1 << 31;
+
+    private static final int EPOLL_CLOEXEC = 0x80000;
+    private static final int EPOLL_CTL_ADD = 1;
+    private static final int EPOLL_CTL_DEL = 2;
+    private static final int EPOLL_CTL_MOD = 3;
+
+    // struct epoll_event is packed on x86-64 (the 8-byte data follows the 4-byte mask at offset 4, 12 bytes in
+    // all); elsewhere, e.g. aarch64, data is 8-byte aligned and the struct is 16 bytes.
+    private static final StructLayout EVENT = "amd64".equals(System.getProperty("os.arch"))
+            ? MemoryLayout.structLayout(JAVA_INT.withName("events"), JAVA_LONG_UNALIGNED.withName("data"))
+            : MemoryLayout.structLayout(JAVA_INT.withName("events"), MemoryLayout.paddingLayout(4),
+                    JAVA_LONG.withName("data"));
+    private static final long EVENTS = EVENT.byteOffset(groupElement("events"));
+    private static final long DATA = EVENT.byteOffset(groupElement("data"));
+
+    private static final MethodHandle CREATE = Native.downcallErrno("epoll_create1", JAVA_INT, JAVA_INT);
+    private static final MethodHandle CTL = Native.downcallErrno("epoll_ctl", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
+    private static final MethodHandle WAIT = Native.downcallErrno("epoll_wait", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+
+    private final FileDescriptor epfd;
+    private final MemorySegment ready;
+    // Built once so that await() allocates nothing; the call reads the time-out from the field.
+    private final String waitName;
+    private final Native.Call waitCall;
+    private int timeoutMillis;
+    private int count;
+
+    private Epoll(FileDescriptor epfd, int capacity) {
+        this.epfd = epfd;
+        this.ready = Arena.ofAuto().allocate(EVENT, capacity);
+        this.waitName = "epoll_wait(" + epfd + ")";
+        this.waitCall = st -> (int) WAIT.invokeExact(st, epfd.fd(), ready, capacity, timeoutMillis);
+    }
+
+    /**
+     * Creates a close-on-exec epoll instance.
+     *
+     * @param maxEvents how many ready descriptors one {@link #await} reports at most
+     */
+    public static Epoll create(int maxEvents) {
+        if (maxEvents <= 0) {
+            throw new IllegalArgumentException("maxEvents must be positive: " + maxEvents);
+        }
+        int n = (int) Native.call("epoll_create1", st -> (int) CREATE.invokeExact(st, EPOLL_CLOEXEC));
+        return new Epoll(FileDescriptor.adopt(n), maxEvents);
+    }
+
+    /** Watches {@code fd} for {@code events} (EPOLLIN, ...); {@link #data(int)} reports {@code data} for it. */
+    public void add(FileDescriptor fd, int events, long data) {
+        control("epoll_ctl(ADD, ", EPOLL_CTL_ADD, fd, events, data);
+    }
+
+    /** Changes the events mask and user data of a watched {@code fd}. */
+    public void modify(FileDescriptor fd, int events, long data) {
+        control("epoll_ctl(MOD, ", EPOLL_CTL_MOD, fd, events, data);
+    }
+
+    /** Stops watching {@code fd}. */
+    public void delete(FileDescriptor fd) {
+        control("epoll_ctl(DEL, ", EPOLL_CTL_DEL, fd, 0, 0);
+    }
+
+    private void control(String name, int op, FileDescriptor fd, int events, long data) {
+        int target = fd.fd();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment event = arena.allocate(EVENT);
+            event.set(JAVA_INT, EVENTS, events);
+            event.set(JAVA_LONG_UNALIGNED, DATA, data);
+            Native.call(name + fd + ")", st -> (int) CTL.invokeExact(st, epfd.fd(), op, target, event));
+        }
+    }
+
+    /**
+     * Waits until a watched descriptor is ready or {@code timeoutMillis} passes (-1 waits for ever, 0 only
+     * looks).
+     *
+     * @return how many descriptors are ready, also {@link #count()}; 0 on time-out, and also when a signal cut
+     *         the wait short
+     */
+    public int await(int timeoutMillis) {
+        this.timeoutMillis = timeoutMillis;
+        count = Math.max(0, (int) Native.call(waitName, waitCall, Errno.EINTR));
+        return count;
+    }
+
+    /** How many ready descriptors the last {@link #await} reported. */
+    public int count() {
+        return count;
+    }
+
+    /** The ready events (EPOLLIN, EPOLLHUP, ...) of the {@code index}-th ready descriptor. */
+    public int events(int index) {
+        return ready.get(JAVA_INT, offset(index) + EVENTS);
+    }
+
+    /** The user data registered for the {@code index}-th ready descriptor. */
+    public long data(int index) {
+        return ready.get(JAVA_LONG_UNALIGNED, offset(index) + DATA);
+    }
+
+    private long offset(int index) {
+        return Objects.checkIndex(index, count) * EVENT.byteSize();
+    }
+
+    public FileDescriptor fileDescriptor() {
+        return epfd;
+    }
+
+    @Override
+    public void close() {
+        epfd.close();
+    }
+}

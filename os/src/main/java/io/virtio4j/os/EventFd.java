@@ -1,0 +1,122 @@
+package io.virtio4j.os;
+
+import java.lang.invoke.MethodHandle;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * A Linux eventfd: a 64-bit counter that writes add to and reads take (all of it, or 1 with
+ * {@link #EFD_SEMAPHORE}). It is virtio's doorbell: vhost-user's kick and call file descriptors are eventfds.
+ *
+ * <p>Writes and reads go through a per-thread 8-byte native buffer, so any number of threads may call them and
+ * neither allocates.
+ */
+public final class EventFd implements AutoCloseable {
+    /** Each read takes 1 from the counter instead of all of it. */
+    public static final int EFD_SEMAPHORE = 0x1;
+    /** Reads fail with EAGAIN instead of blocking while the counter is zero; needed for {@link #tryRead()}. */
+    public static final int EFD_NONBLOCK = 0x800;
+    /** Closed in a child process on exec; the descriptor reaches other processes only when sent. */
+    public static final int EFD_CLOEXEC = 0x80000;
+
+    private static final int KNOWN_FLAGS = EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC;
+    private static final long COUNTER_BYTES = 8L;
+    private static final MethodHandle EVENTFD = Native.downcallErrno("eventfd", JAVA_INT, JAVA_INT, JAVA_INT);
+    private static final MethodHandle READ = Native.downcallErrno("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
+    private static final MethodHandle WRITE = Native.downcallErrno("write", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
+
+    private final FileDescriptor fd;
+    private final boolean nonBlocking;
+    // Built once so that reads and writes allocate nothing: the calls and their names for error messages.
+    private final String readName;
+    private final String writeName;
+    private final Native.Call readCall;
+    private final Native.Call writeCall;
+
+    private EventFd(FileDescriptor fd, boolean nonBlocking) {
+        this.fd = fd;
+        this.nonBlocking = nonBlocking;
+        this.readName = "eventfd read(" + fd + ")";
+        this.writeName = "eventfd write(" + fd + ")";
+        this.readCall = st -> (long) READ.invokeExact(st, fd.fd(), Native.threadWord(), COUNTER_BYTES);
+        this.writeCall = st -> (long) WRITE.invokeExact(st, fd.fd(), Native.threadWord(), COUNTER_BYTES);
+    }
+
+    /**
+     * Creates an eventfd with counter 0.
+     *
+     * @param flags any of {@link #EFD_NONBLOCK}, {@link #EFD_CLOEXEC}, {@link #EFD_SEMAPHORE}
+     */
+    public static EventFd create(int flags) {
+        if ((flags & ~KNOWN_FLAGS) != 0) {
+            throw new IllegalArgumentException("unknown eventfd flags 0x" + Integer.toHexString(flags & ~KNOWN_FLAGS));
+        }
+        int n = (int) Native.call("eventfd", st -> (int) EVENTFD.invokeExact(st, 0, flags));
+        return new EventFd(FileDescriptor.adopt(n), (flags & EFD_NONBLOCK) != 0);
+    }
+
+    /** The descriptor, to register with epoll or send to another process; still owned by this object. */
+    public FileDescriptor fileDescriptor() {
+        return fd;
+    }
+
+    public boolean isNonBlocking() {
+        return nonBlocking;
+    }
+
+    /**
+     * Adds {@code value} to the counter, waking readers.
+     *
+     * @throws LinuxException EAGAIN when the counter would pass 2^64-2 on a non-blocking eventfd (a blocking one
+     *         waits for a read instead)
+     */
+    public void write(long value) {
+        Native.threadWord().set(JAVA_LONG, 0, value);
+        Native.call(writeName, writeCall);
+    }
+
+    /** Waits until the counter is non-zero, then takes it (or 1 of it in semaphore mode) and returns that. */
+    public long read() {
+        if (!nonBlocking) {
+            Native.call(readName, readCall);
+            return Native.threadWord().get(JAVA_LONG, 0);
+        }
+        Poll readable = null;
+        long value;
+        while ((value = tryRead()) == 0) {
+            if (readable == null) {
+                readable = new Poll(fd, Poll.POLLIN);
+            }
+            readable.await(-1);
+        }
+        return value;
+    }
+
+    /**
+     * Takes the counter (or 1 of it in semaphore mode) without waiting.
+     *
+     * @return the value taken, 0 when the counter was zero
+     * @throws IllegalStateException on an eventfd made without {@link #EFD_NONBLOCK}, where a read would block
+     */
+    public long tryRead() {
+        if (!nonBlocking) {
+            throw new IllegalStateException("tryRead needs an eventfd created with EFD_NONBLOCK: " + fd);
+        }
+        if (Native.call(readName, readCall, Errno.EAGAIN) < 0) {
+            return 0;
+        }
+        return Native.threadWord().get(JAVA_LONG, 0);
+    }
+
+    @Override
+    public void close() {
+        fd.close();
+    }
+
+    @Override
+    public String toString() {
+        return "eventfd(" + fd + ")";
+    }
+}
