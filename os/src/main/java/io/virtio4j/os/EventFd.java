@@ -57,6 +57,15 @@ public final class EventFd implements AutoCloseable {
         return new EventFd(FileDescriptor.adopt(n), (flags & EFD_NONBLOCK) != 0);
     }
 
+    /**
+     * Takes over an eventfd received from a peer (a vhost-user kick or call fd), switching it to non-blocking
+     * mode so {@link #tryRead()} works after a poll.
+     */
+    public static EventFd adopt(FileDescriptor fd) {
+        fd.makeNonBlocking();
+        return new EventFd(fd, true);
+    }
+
     /** The descriptor, to register with epoll or send to another process; still owned by this object. */
     public FileDescriptor fileDescriptor() {
         return fd;

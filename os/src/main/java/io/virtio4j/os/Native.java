@@ -50,6 +50,11 @@ final class Native {
         return LINKER.downcallHandle(symbol(name), FunctionDescriptor.of(result, args), CAPTURE_ERRNO);
     }
 
+    /** A variadic C function: {@code variadic} is {@code Linker.Option.firstVariadicArg(n)}. */
+    static MethodHandle downcallErrno(String name, Linker.Option variadic, ValueLayout result, ValueLayout... args) {
+        return LINKER.downcallHandle(symbol(name), FunctionDescriptor.of(result, args), CAPTURE_ERRNO, variadic);
+    }
+
     private static MemorySegment symbol(String name) {
         return LINKER.defaultLookup().find(name).orElseThrow(() -> new UnsatisfiedLinkError("libc has no symbol " + name));
     }
