@@ -46,6 +46,13 @@ final class Converters {
         }
     }
 
+    static final class NetModeConverter implements ITypeConverter<io.virtio4j.devices.net.NetMode> {
+        @Override
+        public io.virtio4j.devices.net.NetMode convert(String v) {
+            return parse(io.virtio4j.devices.net.NetMode.class, v);
+        }
+    }
+
     static final class OnOffConverter implements ITypeConverter<Boolean> {
         @Override
         public Boolean convert(String v) {

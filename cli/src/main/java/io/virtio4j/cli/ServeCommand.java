@@ -1,0 +1,109 @@
+package io.virtio4j.cli;
+
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.devices.net.NetDevice;
+import io.virtio4j.devices.net.NetMode;
+import io.virtio4j.devices.net.NetStats;
+import io.virtio4j.vhost.backend.BackendOptions;
+import io.virtio4j.vhost.backend.VhostUserServer;
+import io.virtio4j.vhost.backend.VhostUserSession;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.HexFormat;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/** {@code virtio4j serve}: vhost-user back-ends. */
+@Command(name = "serve", mixinStandardHelpOptions = true, description = "Serve a virtio device over vhost-user.",
+        subcommands = {ServeCommand.Net.class})
+public final class ServeCommand {
+
+    /** {@code virtio4j serve net}. */
+    @Command(name = "net", mixinStandardHelpOptions = true, sortOptions = false,
+            description = {"A virtio-net vhost-user back-end. Peers: QEMU (-netdev vhost-user), DPDK virtio-user "
+                    + "(--vdev net_virtio_user0,path=SOCK)."})
+    static final class Net implements Callable<Integer> {
+        static final class Endpoint {
+            @Option(names = "--socket", paramLabel = "PATH", description = "listen on PATH (server, the default role)")
+            Path socket;
+            @Option(names = "--connect", paramLabel = "PATH", description = "connect to a front-end listening on PATH; reconnect when it goes")
+            Path connect;
+        }
+
+        @ArgGroup(multiplicity = "1")
+        Endpoint endpoint;
+        @Option(names = "--queues", description = "queue pairs (default ${DEFAULT-VALUE})")
+        int queues = 1;
+        @Option(names = "--mode", description = "rxonly | macswap | loopback (default ${DEFAULT-VALUE})",
+                converter = Converters.NetModeConverter.class)
+        NetMode mode = NetMode.RXONLY;
+        @Option(names = "--notify", paramLabel = "MODE", description = "poll | notify | hybrid: how queue threads wait (default ${DEFAULT-VALUE})",
+                converter = Converters.ModeConverter.class)
+        NotificationMode notification = NotificationMode.POLL;
+        @Option(names = "--hybrid-spin-ns", description = "hybrid: spin this long before sleeping (default ${DEFAULT-VALUE})")
+        long hybridSpinNanos = 50_000;
+        @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
+        Ordering barriers = Ordering.WEAK;
+        @Option(names = "--cached-avail", description = "on | off (default ${DEFAULT-VALUE})", converter = Converters.OnOffConverter.class)
+        boolean cachedAvail = true;
+        @Option(names = "--weight", description = "frames per queue round before looking elsewhere (default ${DEFAULT-VALUE})")
+        int weight = 256;
+        @Option(names = "--cpu", split = ",", paramLabel = "CPU", description = "pin queue pair threads to these CPUs, round robin")
+        int[] cpus = new int[0];
+        @Option(names = "--mac", description = "MAC address in the config space (default ${DEFAULT-VALUE})")
+        String mac = "52:54:00:12:34:56";
+        @Option(names = "--mtu", description = "MTU in the config space (default ${DEFAULT-VALUE})")
+        int mtu = 1500;
+        @Option(names = "--stats-period", paramLabel = "S", description = "print per-queue statistics every S seconds (0: only at exit)")
+        int statsPeriod = 0;
+
+        @Override
+        public Integer call() throws Exception {
+            byte[] macBytes = HexFormat.ofDelimiter(":").parseHex(mac);
+            NetDevice device = new NetDevice(new NetDevice.Options(queues, mode, notification, hybridSpinNanos, weight,
+                    cpus, macBytes, mtu));
+            BackendOptions bopt = new BackendOptions(barriers, cachedAvail, 32);
+            VhostUserServer server = new VhostUserServer(() -> new VhostUserSession(device, bopt));
+            ScheduledExecutorService printer = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "virtio4j-stats");
+                t.setDaemon(true);
+                return t;
+            });
+            if (statsPeriod > 0) {
+                printer.scheduleAtFixedRate(() -> print(device, "stats"), statsPeriod, statsPeriod, TimeUnit.SECONDS);
+            }
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                server.close();
+                print(device, "final");
+                System.out.flush();
+            }, "virtio4j-shutdown"));
+            System.out.printf(Locale.ROOT, "virtio4j serve net: %d queue pair(s), mode %s, %s, barriers %s, cached-avail %s%n",
+                    queues, mode.name().toLowerCase(Locale.ROOT), notification.name().toLowerCase(Locale.ROOT),
+                    barriers.name().toLowerCase(Locale.ROOT), cachedAvail ? "on" : "off");
+            System.out.flush();
+            if (endpoint.socket != null) {
+                server.serve(endpoint.socket);
+            } else {
+                server.connect(endpoint.connect);
+            }
+            return 0;
+        }
+
+        private static void print(NetDevice device, String what) {
+            for (int p = 0; p < device.pairs(); p++) {
+                NetStats s = device.stats(p);
+                System.out.printf(Locale.ROOT, "%s pair %d: from-guest packets=%d bytes=%d drops=%d | to-guest packets=%d bytes=%d | kicks=%d notifications=%d%n",
+                        what, p, s.fromGuestPackets(), s.fromGuestBytes(), s.fromGuestDrops(), s.toGuestPackets(),
+                        s.toGuestBytes(), s.kicks(), s.notifications());
+            }
+            System.out.flush();
+        }
+    }
+}

@@ -1,0 +1,22 @@
+package io.virtio4j.vhost.backend;
+
+import io.virtio4j.core.policy.Ordering;
+
+/**
+ * Ring policies the back-end applies to every queue it starts, and its limits.
+ *
+ * @param ordering            barrier strength (VIRTIO_F_ORDER_PLATFORM, if negotiated, forces STRONG)
+ * @param cachedAvailOnEnable device-side cached avail index on re-enable
+ * @param maxMemSlots         GET_MAX_MEM_SLOTS answer: most regions ADD_MEM_REG may build up
+ */
+public record BackendOptions(Ordering ordering, boolean cachedAvailOnEnable, int maxMemSlots) {
+    public BackendOptions {
+        if (ordering == null || maxMemSlots < 1) {
+            throw new IllegalArgumentException("ordering required and maxMemSlots >= 1");
+        }
+    }
+
+    public static BackendOptions defaults() {
+        return new BackendOptions(Ordering.WEAK, true, 32);
+    }
+}

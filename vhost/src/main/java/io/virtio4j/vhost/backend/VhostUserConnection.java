@@ -1,0 +1,196 @@
+package io.virtio4j.vhost.backend;
+
+import io.virtio4j.os.ControlMessageTruncatedException;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.LinuxException;
+import io.virtio4j.os.UnixSocket;
+import io.virtio4j.vhost.protocol.Message;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
+import io.virtio4j.vhost.protocol.Request;
+import io.virtio4j.vhost.protocol.VhostUserProtocolException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.logging.Logger;
+
+/**
+ * Serves one front-end over one connected socket: reads each message (12-byte header with its file
+ * descriptors, then exactly {@code size} payload bytes), checks the framing, lets the {@link VhostUserSession}
+ * handle it and sends the reply or REPLY_ACK.
+ *
+ * <p>Error policy. A message with bad framing (version bits, REPLY flag from the front-end, size too large for
+ * its request, descriptors where none belong or too many) cannot be trusted to leave the stream in sync: the
+ * connection is closed with a log line naming the request. A well-framed message that breaks the protocol is
+ * answered with a failure when the front-end asked for an acknowledgement (NEED_REPLY with REPLY_ACK
+ * negotiated); otherwise the front-end would go on believing it succeeded, so the connection is closed. Either
+ * way the session releases every mapping and descriptor, and the server goes on accepting.
+ */
+public final class VhostUserConnection {
+    private static final Logger LOG = Logger.getLogger(VhostUserConnection.class.getName());
+    private static final int HEADER = 12;
+
+    private final UnixSocket socket;
+    private final VhostUserSession session;
+    private final String peer;
+    private final Arena arena = Arena.ofConfined();
+    private final MemorySegment header = arena.allocate(HEADER, 8);
+    private final MemorySegment payload = arena.allocate(Request.MAX_PAYLOAD, 8);
+    private final MemorySegment reply = arena.allocate(HEADER + Request.MAX_PAYLOAD, 8);
+    private long messages;
+
+    public VhostUserConnection(UnixSocket socket, VhostUserSession session, String peer) {
+        this.socket = socket;
+        this.session = session;
+        this.peer = peer;
+    }
+
+    /** Why a connection ended. */
+    public enum End { PEER_CLOSED, PROTOCOL_ERROR, IO_ERROR }
+
+    /** Serves until the peer closes or breaks the protocol; always releases the session and the socket. */
+    public End serve() {
+        try (arena; socket; session) {
+            while (true) {
+                Message m;
+                try {
+                    m = receive();
+                } catch (VhostUserProtocolException e) {
+                    LOG.warning(peer + ": closing connection: malformed message: " + e.getMessage());
+                    return End.PROTOCOL_ERROR;
+                }
+                if (m == null) {
+                    LOG.info(peer + ": front-end closed the connection after " + messages + " messages");
+                    return End.PEER_CLOSED;
+                }
+                messages++;
+                if (!dispatch(m)) {
+                    return End.PROTOCOL_ERROR;
+                }
+            }
+        } catch (LinuxException e) {
+            LOG.warning(peer + ": closing connection: " + e.getMessage());
+            return End.IO_ERROR;
+        }
+    }
+
+    private boolean dispatch(Message m) {
+        byte[] answer;
+        try {
+            answer = session.handle(m);
+        } catch (VhostUserProtocolException e) {
+            if (m.needReply() && session.replyAckNegotiated()) {
+                LOG.warning(peer + ": rejected " + e.getMessage());
+                sendReply(m.request(), u64(1));
+                return true;
+            }
+            LOG.warning(peer + ": closing connection: " + e.getMessage());
+            return false;
+        } catch (RuntimeException e) {
+            // A bug of ours must not take the whole back-end down: drop this front-end, keep serving others.
+            LOG.severe(peer + ": closing connection: internal error handling " + m.name() + ": " + e);
+            return false;
+        }
+        if (answer != null) {
+            sendReply(m.request(), answer);
+        } else if (m.needReply() && session.replyAckNegotiated()) {
+            sendReply(m.request(), u64(0));
+        }
+        return true;
+    }
+
+    private static byte[] u64(long v) {
+        byte[] b = new byte[8];
+        MemorySegment.ofArray(b).set(ValueLayout.JAVA_LONG_UNALIGNED, 0, v);
+        return b;
+    }
+
+    private void sendReply(int request, byte[] body) {
+        reply.set(ValueLayout.JAVA_INT, 0, request);
+        reply.set(ValueLayout.JAVA_INT, 4, ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY);
+        reply.set(ValueLayout.JAVA_INT, 8, body.length);
+        MemorySegment.copy(MemorySegment.ofArray(body), 0, reply, HEADER, body.length);
+        socket.sendmsg(reply, HEADER + body.length);
+    }
+
+    /** The next message, or null when the front-end closed the connection between messages. */
+    private Message receive() throws VhostUserProtocolException {
+        FileDescriptor[] fds = new FileDescriptor[Request.MAX_FDS];
+        int nfds;
+        try {
+            UnixSocket.Received got = socket.recvmsg(header, fds);
+            if (got.bytes() == 0) {
+                return null;
+            }
+            nfds = got.fds();
+            if (got.bytes() < HEADER) {
+                readFully(header, got.bytes(), HEADER, "header");
+            }
+        } catch (ControlMessageTruncatedException e) {
+            throw new VhostUserProtocolException("header", "fds", Request.MAX_FDS + 1L,
+                    "more than " + Request.MAX_FDS + " descriptors: " + e.getMessage());
+        }
+        FileDescriptor[] received = Arrays.copyOf(fds, nfds);
+        try {
+            int request = header.get(ValueLayout.JAVA_INT, 0);
+            int flags = header.get(ValueLayout.JAVA_INT, 4);
+            long size = Integer.toUnsignedLong(header.get(ValueLayout.JAVA_INT, 8));
+            String name = Request.nameOf(request);
+            if ((flags & ProtocolFeatures.VERSION_MASK) != ProtocolFeatures.VERSION) {
+                throw new VhostUserProtocolException(name, "flags", Integer.toUnsignedLong(flags), "version bits must be 1");
+            }
+            if ((flags & ProtocolFeatures.FLAG_REPLY) != 0) {
+                throw new VhostUserProtocolException(name, "flags", Integer.toUnsignedLong(flags),
+                        "REPLY is set on a request from the front-end");
+            }
+            Request r = Request.of(request);
+            long max = r != null ? r.maxSize() : Request.MAX_PAYLOAD;
+            if (size > max || (r != null && size < r.minSize())) {
+                throw new VhostUserProtocolException(name, "size", size, r != null
+                        ? "payload must be " + r.minSize() + ".." + r.maxSize() + " bytes for this request"
+                        : "larger than any payload this back-end accepts");
+            }
+            checkFdCount(r, name, nfds);
+            readFully(payload, 0, size, name + " payload");
+            return new Message(request, flags, payload.asSlice(0, size), received);
+        } catch (VhostUserProtocolException | RuntimeException e) {
+            for (FileDescriptor fd : received) {
+                fd.close();
+            }
+            throw e;
+        }
+    }
+
+    private static void checkFdCount(Request r, String name, int nfds) throws VhostUserProtocolException {
+        if (r == null) {
+            return; // unknown request: the session rejects it; its descriptors are closed with the message
+        }
+        int allowed = switch (r.fds()) {
+            case Request.Fds.PER_REGION -> Request.MAX_FDS;
+            case Request.Fds.UNLESS_NOFD -> 1;
+            default -> r.fds();
+        };
+        if (nfds > allowed) {
+            throw new VhostUserProtocolException(name, "fds", nfds, "at most " + allowed + " descriptor(s) may come with it");
+        }
+    }
+
+    /** Reads into {@code buf[from, to)}; descriptors must not come with these bytes. */
+    private void readFully(MemorySegment buf, long from, long to, String what) throws VhostUserProtocolException {
+        FileDescriptor[] none = new FileDescriptor[0];
+        long at = from;
+        while (at < to) {
+            UnixSocket.Received got;
+            try {
+                got = socket.recvmsg(buf.asSlice(at, to - at), none);
+            } catch (ControlMessageTruncatedException e) {
+                throw new VhostUserProtocolException(what, "fds", 1, "descriptors arrived in the middle of a message");
+            }
+            if (got.bytes() == 0) {
+                throw new VhostUserProtocolException(what, "bytes", at, "connection closed in the middle of a message");
+            }
+            at += got.bytes();
+        }
+    }
+}

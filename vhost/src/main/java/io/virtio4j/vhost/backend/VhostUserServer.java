@@ -1,0 +1,82 @@
+package io.virtio4j.vhost.backend;
+
+import io.virtio4j.os.LinuxException;
+import io.virtio4j.os.UnixServerSocket;
+import io.virtio4j.os.UnixSocket;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.function.Supplier;
+import java.util.logging.Logger;
+
+/**
+ * The back-end's socket side: as a server it listens on a path and serves one front-end at a time, accepting
+ * the next when one goes; as a client it connects to a front-end's socket and reconnects with back-off when
+ * the front-end goes away. Each connection gets a fresh {@link VhostUserSession}.
+ */
+public final class VhostUserServer implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(VhostUserServer.class.getName());
+    private static final long MAX_BACKOFF_MILLIS = 2000;
+
+    private final Supplier<VhostUserSession> sessions;
+    private volatile boolean closed;
+    private volatile UnixServerSocket listener;
+
+    public VhostUserServer(Supplier<VhostUserSession> sessions) {
+        this.sessions = sessions;
+    }
+
+    /** Listens on {@code path} (replacing a stale socket file) and serves connections until closed. */
+    public void serve(Path path) throws IOException {
+        Files.deleteIfExists(path);
+        listener = UnixServerSocket.listen(path, 1);
+        LOG.info("vhost-user back-end listening on " + path);
+        try {
+            while (!closed) {
+                UnixSocket s;
+                try {
+                    s = listener.accept();
+                } catch (LinuxException e) {
+                    if (closed) {
+                        return;
+                    }
+                    throw e;
+                }
+                LOG.info("front-end connected on " + path);
+                new VhostUserConnection(s, sessions.get(), path.toString()).serve();
+            }
+        } finally {
+            listener.close();
+            Files.deleteIfExists(path);
+        }
+    }
+
+    /** Connects to a front-end listening on {@code path}, and again with back-off whenever it goes away. */
+    public void connect(Path path) throws InterruptedException {
+        long backoff = 50;
+        while (!closed) {
+            UnixSocket s;
+            try {
+                s = UnixSocket.connect(path);
+            } catch (LinuxException e) {
+                LOG.fine("connect " + path + ": " + e.getMessage() + "; retrying in " + backoff + " ms");
+                Thread.sleep(backoff);
+                backoff = Math.min(MAX_BACKOFF_MILLIS, backoff * 2);
+                continue;
+            }
+            backoff = 50;
+            LOG.info("connected to front-end at " + path);
+            new VhostUserConnection(s, sessions.get(), path.toString()).serve();
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        UnixServerSocket l = listener;
+        if (l != null) {
+            l.close();
+        }
+    }
+}
