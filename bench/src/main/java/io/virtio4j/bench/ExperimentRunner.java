@@ -52,7 +52,7 @@ public final class ExperimentRunner {
                 results.add(ExperimentResult.placeholder(e));
                 continue;
             }
-            Interleaved.Pairs p = Interleaved.run(e.configA(), e.configB(), warmup, runs, s -> progress.accept(e.id() + ": " + s));
+            Interleaved.Pairs p = Interleaved.run(BenchRunner.IN_PROCESS, e.configA(), e.configB(), warmup, runs, s -> progress.accept(e.id() + ": " + s));
             results.add(ExperimentResult.measured(e, p));
         }
         return results;

@@ -18,20 +18,20 @@ public final class Interleaved {
         }
     }
 
-    public static Pairs run(BenchConfig a, BenchConfig b, int warmup, int runs, Consumer<String> progress)
+    public static Pairs run(BenchRunner runner, BenchConfig a, BenchConfig b, int warmup, int runs, Consumer<String> progress)
             throws InterruptedException {
         for (int i = 0; i < warmup; i++) {
             progress.accept("warm-up " + (i + 1) + "/" + warmup);
-            new RingBenchmark(a).run();
-            new RingBenchmark(b).run();
+            runner.run(a);
+            runner.run(b);
         }
         List<RunResult> ar = new ArrayList<>();
         List<RunResult> br = new ArrayList<>();
         for (int i = 0; i < runs; i++) {
             progress.accept("pair " + (i + 1) + "/" + runs + " A");
-            ar.add(new RingBenchmark(a).run());
+            ar.add(runner.run(a));
             progress.accept("pair " + (i + 1) + "/" + runs + " B");
-            br.add(new RingBenchmark(b).run());
+            br.add(runner.run(b));
         }
         return new Pairs(a, b, ar, br);
     }

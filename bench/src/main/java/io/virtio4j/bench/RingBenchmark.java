@@ -20,21 +20,18 @@ public final class RingBenchmark {
     static final long WATCHDOG_MILLIS = TimeUnit.MINUTES.toMillis(5);
     private static final int PROBE_ROUNDS = 20_000;
 
-    private final BenchConfig cfg;
-
-    public RingBenchmark(BenchConfig cfg) {
-        this.cfg = cfg;
+    private RingBenchmark() {
     }
 
     /** Runs once, with a cache-line ping-pong probe just before and after, and returns what it measured. */
-    public RunResult run() throws InterruptedException {
+    public static RunResult run(BenchConfig cfg) throws InterruptedException {
         double before = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
-        RunResult r = execute();
+        RunResult r = execute(cfg);
         double after = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
         return r.withProbes(before, after);
     }
 
-    private RunResult execute() throws InterruptedException {
+    private static RunResult execute(BenchConfig cfg) throws InterruptedException {
         BenchLayout layout = BenchLayout.of(cfg);
         try (Arena arena = Arena.ofShared()) {
             MemorySegment mem = arena.allocate(layout.totalBytes(), 4096);

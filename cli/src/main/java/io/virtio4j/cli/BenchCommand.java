@@ -4,7 +4,8 @@ import io.virtio4j.bench.BenchConfig;
 import io.virtio4j.bench.BenchReport;
 import io.virtio4j.bench.Interleaved;
 import io.virtio4j.bench.Json;
-import io.virtio4j.bench.RingBenchmark;
+import io.virtio4j.bench.BenchRunner;
+import io.virtio4j.bench.TwoProcessBenchmark;
 import io.virtio4j.bench.RunResult;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
@@ -18,6 +19,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 /** {@code virtio4j bench}: a driver thread and a device thread hammer one split ring. */
@@ -66,6 +68,9 @@ public final class BenchCommand implements Callable<Integer> {
     int runs = 5;
     @Option(names = "--warmup", description = "unmeasured runs first (default ${DEFAULT-VALUE})")
     int warmup = 1;
+    @Option(names = "--processes", description = "1: driver and device threads in this JVM; 2: the device in a second "
+            + "JVM, sharing a memfd and eventfds (default ${DEFAULT-VALUE})")
+    int processes = 1;
     @Option(names = "--json", description = "also write the results as JSON to FILE")
     Path json;
     @Option(names = "--compare", paramLabel = "KEY=A,B",
@@ -83,32 +88,48 @@ public final class BenchCommand implements Callable<Integer> {
         if (runs < 1 || warmup < 0) {
             throw new IllegalArgumentException("--runs must be >= 1 and --warmup >= 0");
         }
-        BenchConfig cfg = config();
-        Progress progress = new Progress(System.err);
-        if (compare != null) {
-            return compare(cfg, progress);
+        if (processes != 1 && processes != 2) {
+            throw new IllegalArgumentException("--processes must be 1 or 2, got " + processes);
         }
-        System.out.println("virtio4j bench: " + cfg.describe());
+        BenchConfig cfg = config();
+        if (processes == 1) {
+            return measure(cfg, BenchRunner.IN_PROCESS);
+        }
+        try (TwoProcessBenchmark two = TwoProcessBenchmark.start()) {
+            return measure(cfg, two::run);
+        }
+    }
+
+    private int measure(BenchConfig cfg, BenchRunner runner) throws InterruptedException, IOException {
+        Progress progress = new Progress(System.err);
+        String where = processes == 2 ? " [driver and device in two processes]" : "";
+        if (compare != null) {
+            return compare(cfg, runner, progress, where);
+        }
+        System.out.println("virtio4j bench: " + cfg.describe() + where);
         for (int i = 0; i < warmup; i++) {
             progress.show(String.format(Locale.ROOT, "warm-up %d/%d", i + 1, warmup));
-            new RingBenchmark(cfg).run();
+            runner.run(cfg);
         }
         List<RunResult> results = new ArrayList<>();
         for (int i = 0; i < runs; i++) {
             progress.show(String.format(Locale.ROOT, "run %d/%d%s", i + 1, runs, results.isEmpty() ? ""
                     : String.format(Locale.ROOT, " (last %,.0f buffers/s)", results.getLast().buffersPerSecond())));
-            results.add(new RingBenchmark(cfg).run());
+            results.add(runner.run(cfg));
         }
         progress.clear();
         BenchReport.print(System.out, cfg, results);
         if (json != null) {
-            Files.writeString(json, Json.write(BenchReport.toJson(cfg, results)));
+            Map<String, Object> j = BenchReport.toJson(cfg, results);
+            j.put("processes", processes);
+            Files.writeString(json, Json.write(j));
             System.out.println("  JSON written to " + json);
         }
         return 0;
     }
 
-    private int compare(BenchConfig cfg, Progress progress) throws InterruptedException, IOException {
+    private int compare(BenchConfig cfg, BenchRunner runner, Progress progress, String where)
+            throws InterruptedException, IOException {
         int eq = compare.indexOf('=');
         String[] values = eq < 0 ? new String[0] : compare.substring(eq + 1).split(",");
         if (eq < 1 || values.length != 2) {
@@ -117,8 +138,8 @@ public final class BenchCommand implements Callable<Integer> {
         String key = compare.substring(0, eq).trim();
         BenchConfig a = cfg.with(key, values[0]);
         BenchConfig b = cfg.with(key, values[1]);
-        System.out.println("virtio4j bench --compare " + compare + ": " + cfg.describe());
-        Interleaved.Pairs pairs = Interleaved.run(a, b, warmup, runs, progress::show);
+        System.out.println("virtio4j bench --compare " + compare + ": " + cfg.describe() + where);
+        Interleaved.Pairs pairs = Interleaved.run(runner, a, b, warmup, runs, progress::show);
         progress.clear();
         BenchReport.printComparison(System.out, key, pairs);
         if (json != null) {
