@@ -88,13 +88,33 @@ public final class Epoll implements AutoCloseable {
         control("epoll_ctl(DEL, ", EPOLL_CTL_DEL, fd, 0, 0);
     }
 
+    /**
+     * The arguments of one thread's epoll_ctl calls: a native event and a call object that reads them, built
+     * once per thread, so registering and re-registering (which the tap back-end does around every drain of its
+     * tap) allocates nothing.
+     */
+    private static final class CtlArgs {
+        final MemorySegment event = Arena.ofAuto().allocate(EVENT);
+        int epfd;
+        int op;
+        int target;
+        final Native.Call call = st -> (int) CTL.invokeExact(st, epfd, op, target, event);
+    }
+
+    private static final ThreadLocal<CtlArgs> CTL_ARGS = ThreadLocal.withInitial(CtlArgs::new);
+
     private void control(String name, int op, FileDescriptor fd, int events, long data) {
-        int target = fd.fd();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment event = arena.allocate(EVENT);
-            event.set(JAVA_INT, EVENTS, events);
-            event.set(JAVA_LONG_UNALIGNED, DATA, data);
-            Native.call(name + fd + ")", st -> (int) CTL.invokeExact(st, epfd.fd(), op, target, event));
+        CtlArgs c = CTL_ARGS.get();
+        c.epfd = epfd.fd();
+        c.op = op;
+        c.target = fd.fd();
+        c.event.set(JAVA_INT, EVENTS, events);
+        c.event.set(JAVA_LONG_UNALIGNED, DATA, data);
+        try {
+            Native.call("epoll_ctl", c.call);
+        } catch (LinuxException e) {
+            // The message names the operation and descriptor; built only on this path.
+            throw new LinuxException(name + fd + ")", e.errno());
         }
     }
 

@@ -27,8 +27,11 @@ public final class Errno {
     public static final int EINVAL = 22;
     public static final int EMFILE = 24;
     public static final int ENOSPC = 28;
+    public static final int ENOTTY = 25;
     public static final int EPIPE = 32;
     public static final int ENOSYS = 38;
+    public static final int EBADFD = 77;
+    public static final int EMSGSIZE = 90;
     public static final int ENOTSOCK = 88;
     public static final int EADDRINUSE = 98;
     public static final int ECONNRESET = 104;
@@ -54,8 +57,11 @@ public final class Errno {
         NAMES[EINVAL] = "EINVAL";
         NAMES[EMFILE] = "EMFILE";
         NAMES[ENOSPC] = "ENOSPC";
+        NAMES[ENOTTY] = "ENOTTY";
         NAMES[EPIPE] = "EPIPE";
         NAMES[ENOSYS] = "ENOSYS";
+        NAMES[EBADFD] = "EBADFD";
+        NAMES[EMSGSIZE] = "EMSGSIZE";
         NAMES[ENOTSOCK] = "ENOTSOCK";
         NAMES[EADDRINUSE] = "EADDRINUSE";
         NAMES[ECONNRESET] = "ECONNRESET";

@@ -105,6 +105,28 @@ final class Native {
         }
     }
 
+    /**
+     * Runs an errno-capturing downcall, retrying it on EINTR, and reports a failure as {@code -errno} instead
+     * of throwing: for per-frame I/O, where EAGAIN is the normal way to say "not now" and a refused frame must
+     * cost no exception, no message string and no allocation.
+     *
+     * @param name what was called, only for the message of an unexpected Java-level failure
+     * @return the call's non-negative result, or the negated errno
+     */
+    static long callOrErrno(String name, Call call) {
+        MemorySegment state = errnoState();
+        while (true) {
+            long result = invoke(name, call, state);
+            if (result >= 0) {
+                return result;
+            }
+            int errno = errno(state);
+            if (errno != Errno.EINTR) {
+                return -errno;
+            }
+        }
+    }
+
     private static long invoke(String name, Call call, MemorySegment state) {
         try {
             return call.invoke(state);
