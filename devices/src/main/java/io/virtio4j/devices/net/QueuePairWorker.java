@@ -29,7 +29,7 @@ import java.util.logging.Logger;
  * <p>Each round handles at most {@code weight} frames, then publishes used elements and looks at the mailbox,
  * so a busy queue cannot starve the control path.
  */
-final class QueuePairWorker implements Runnable {
+final class QueuePairWorker implements Runnable, PairWorker {
     private static final Logger LOG = Logger.getLogger(QueuePairWorker.class.getName());
     private static final int MAX_FRAME = 65536;
     private static final long WAKE = -1;
@@ -68,8 +68,14 @@ final class QueuePairWorker implements Runnable {
         this.thread.start();
     }
 
-    NetStats stats() {
+    @Override
+    public NetStats stats() {
         return stats;
+    }
+
+    @Override
+    public long threadId() {
+        return thread.threadId();
     }
 
     /** Runs {@code action} on the worker thread and waits for it. */
@@ -94,7 +100,8 @@ final class QueuePairWorker implements Runnable {
         }
     }
 
-    void attach(boolean receive, QueueContext q) {
+    @Override
+    public void attach(boolean receive, QueueContext q) {
         onWorker(() -> {
             if (receive) {
                 rx = q;
@@ -106,7 +113,8 @@ final class QueuePairWorker implements Runnable {
         });
     }
 
-    void detach(boolean receive) {
+    @Override
+    public void detach(boolean receive) {
         onWorker(() -> {
             if (receive) {
                 flush(rx);
@@ -119,7 +127,8 @@ final class QueuePairWorker implements Runnable {
         });
     }
 
-    void shutdown() {
+    @Override
+    public void shutdown() {
         shutdown = true;
         wake.write(1);
         try {

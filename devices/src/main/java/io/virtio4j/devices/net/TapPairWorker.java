@@ -1,0 +1,562 @@
+package io.virtio4j.devices.net;
+
+import io.virtio4j.core.device.DescriptorChain;
+import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.error.VirtqueueException;
+import io.virtio4j.os.Affinity;
+import io.virtio4j.os.Epoll;
+import io.virtio4j.os.Errno;
+import io.virtio4j.os.EventFd;
+import io.virtio4j.os.FramePort;
+import io.virtio4j.os.LinuxException;
+import io.virtio4j.os.TunTap;
+import io.virtio4j.vhost.backend.QueueContext;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.logging.Logger;
+
+/**
+ * The thread that bridges one receive/transmit queue pair to one queue of a tap, in the manner of Linux vhost-net:
+ * one epoll set holds the mailbox eventfd, the transmit kick, the receive kick and the tap; each pass runs the
+ * transmit handler (guest ring to tap) and the receive handler (tap to guest ring), each bounded by the weight,
+ * and the thread sleeps only after a pass that found nothing to do.
+ *
+ * <h2>Watching the tap</h2>
+ * The tap is registered edge-triggered (EPOLLET). Like a vhost_poll entry on the tap's wait queue, an
+ * edge-triggered registration reports once per wake-up of the tap's wait queue, and once when it is added or
+ * modified while the tap is already ready; a level-triggered one would report an always-writable tap on every
+ * epoll_wait and turn the thread into a busy loop. What is watched follows {@link TapPolling}:
+ * <ul>
+ * <li>rx-poll-stop on: EPOLLIN is dropped from the registration as soon as the receive handler starts draining,
+ *     and added back only when a read returned EAGAIN (the tap is empty). When the mask becomes empty the tap is
+ *     deleted from the epoll set (EPOLL_CTL_DEL), which takes our entry off the tap's wait queue: the kernel's
+ *     transmit path then finds nobody to wake for each frame it queues. While the guest's receive ring is empty
+ *     and frames wait, the tap is not watched at all: the worker asks the guest for a receive kick
+ *     ({@link SplitDeviceQueue#enableKicks()}), watches that kick, and sleeps until the guest posts buffers.
+ *     Re-watching the still-readable tap there would wake us at once, for ever (the original vhost-net patch had
+ *     that infinite loop).</li>
+ * <li>rx-poll-stop off: EPOLLIN stays registered all the time. Frames arriving while we drain leave an edge
+ *     behind that wakes us for nothing afterwards, and with an empty receive ring every arriving frame wakes us.</li>
+ * <li>tx-poll on-eagain: EPOLLOUT is registered only after a write hit EAGAIN (the frame was given back to the
+ *     ring), and dropped again once EPOLLOUT came.</li>
+ * <li>tx-poll always: EPOLLOUT is registered all the time, so the tap never leaves the epoll set (and its wait
+ *     queue), and each re-registration for rx reports EPOLLOUT at once: a wake-up with nothing to write.</li>
+ * </ul>
+ *
+ * <h2>Kicks</h2>
+ * Transmit kicks are enabled only while the worker is about to sleep with the transmit ring empty, and
+ * re-checked after enabling (a buffer made available just before the enable is seen by that re-check, since
+ * {@link SplitDeviceQueue#enableKicks()} publishes avail_event, fences, and re-reads avail.idx). Receive kicks
+ * are enabled only while a frame waits for buffers, with the same re-check. Both eventfds stay registered
+ * (level-triggered); a kick that comes while disabled is read and counted.
+ *
+ * <p>Every per-frame path works on two staging segments allocated once (guest frames are copied out before being
+ * written, so the guest cannot change them under the kernel) and allocates nothing.
+ */
+final class TapPairWorker implements Runnable, PairWorker {
+    private static final Logger LOG = Logger.getLogger(TapPairWorker.class.getName());
+    /** Header plus the largest frame a tap hands over without offloads (64 KiB covers any MTU). */
+    private static final int STAGING = TunTap.VNET_HDR_LEN + 65536;
+    /** Bytes per handler run, besides the frame weight (vhost-net's VHOST_NET_WEIGHT). */
+    private static final long BYTE_WEIGHT = 0x80000;
+    private static final long WAKE = -1;
+    private static final long TAP = -2;
+    private static final int WAIT_MILLIS = 200;
+
+    private final int pair;
+    private final FramePort port;
+    private final TapPolling polling;
+    private final int weight;
+    private final int cpu;
+    private final boolean mergeable;
+    private final NetStats stats = new NetStats();
+    private final ConcurrentLinkedQueue<Runnable> mailbox = new ConcurrentLinkedQueue<>();
+    private final EventFd wake = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+    private final Thread thread;
+    private volatile boolean shutdown;
+
+    // ---- worker-thread state ----
+    private QueueContext rx;
+    private QueueContext tx;
+    private Epoll epoll;
+    private RxDelivery delivery;
+    /** Tap to guest: a frame read from the tap, header first. */
+    private MemorySegment rxFrame;
+    /** Guest to tap: a transmitted frame copied out of guest memory, header first. */
+    private MemorySegment txFrame;
+    /** Length of the frame in {@link #rxFrame} still to deliver (the receive ring was empty), or -1. */
+    private long pendingLen = -1;
+    /** The tap may hold frames: set by EPOLLIN (or not known yet), cleared by a read that returned EAGAIN. */
+    private boolean tapReadable = true;
+    /** The tap takes frames: cleared by a write that returned EAGAIN, set by EPOLLOUT. */
+    private boolean tapWritable = true;
+    /** The tap failed (its interface was deleted): transmitted frames are dropped, nothing is read. */
+    private boolean tapFailed;
+    /** Events the tap is registered for; 0 when it is not in the epoll set. */
+    private int tapMask;
+    /** A frame waits and the receive ring had no buffer for it: wait for the guest's receive kick. */
+    private boolean rxStarved;
+    private boolean txKicksOn;
+    private boolean rxKicksOn;
+    /** The pass that follows a wake-up: if it finds nothing to do, the wake-up was spurious. */
+    private boolean woke;
+    private boolean loggedTxError;
+
+    // per-round counters, folded into the volatile stats once per handler run
+    private long wakeups;
+    private long spurious;
+    private long kicks;
+    private long rxKicks;
+
+    TapPairWorker(int pair, FramePort port, TapPolling polling, int weight, int cpu, boolean mergeable) {
+        this.pair = pair;
+        this.port = port;
+        this.polling = polling;
+        this.weight = weight;
+        this.cpu = cpu;
+        this.mergeable = mergeable;
+        this.thread = new Thread(this, "virtio4j-net-pair" + pair);
+        this.thread.setDaemon(true);
+        this.thread.start();
+    }
+
+    @Override
+    public NetStats stats() {
+        return stats;
+    }
+
+    @Override
+    public long threadId() {
+        return thread.threadId();
+    }
+
+    /** Runs {@code action} on the worker thread and waits for it. */
+    private void onWorker(Runnable action) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        mailbox.add(() -> {
+            try {
+                action.run();
+                done.complete(null);
+            } catch (Throwable t) {
+                done.completeExceptionally(t);
+            }
+        });
+        wake.write(1);
+        try {
+            done.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for queue pair " + pair, e);
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("queue pair " + pair + " worker failed", e.getCause());
+        }
+    }
+
+    @Override
+    public void attach(boolean receive, QueueContext q) {
+        onWorker(() -> {
+            if (receive) {
+                rx = q;
+                rxStarved = false;
+                rxKicksOn = false;
+                // Receive kicks are only wanted while a frame waits for buffers; until then the guest need not
+                // kick at all (with EVENT_IDX this leaves avail_event behind).
+                if (!q.queue().isBroken()) {
+                    q.queue().disableKicks();
+                }
+                tapReadable = true; // frames may have queued up while there was no ring: look
+            } else {
+                tx = q;
+                txKicksOn = false;
+                // A kick that came before the ring started is not lost: the next pass looks at the ring anyway.
+            }
+            watchKick(q, true);
+        });
+    }
+
+    @Override
+    public void detach(boolean receive) {
+        onWorker(() -> {
+            if (receive) {
+                flush(rx);
+                watchKick(rx, false);
+                rx = null;
+                rxStarved = false;
+                rxKicksOn = false;
+            } else {
+                flush(tx);
+                watchKick(tx, false);
+                tx = null;
+                txKicksOn = false;
+            }
+        });
+    }
+
+    @Override
+    public void shutdown() {
+        shutdown = true;
+        wake.write(1);
+        try {
+            thread.join(5000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        wake.close();
+    }
+
+    private void watchKick(QueueContext q, boolean on) {
+        if (q == null || q.kick() == null) {
+            return;
+        }
+        if (on) {
+            epoll.add(q.kick().fileDescriptor(), Epoll.EPOLLIN, q.index());
+        } else {
+            epoll.delete(q.kick().fileDescriptor());
+        }
+    }
+
+    @Override
+    public void run() {
+        if (cpu >= 0) {
+            try {
+                Affinity.pinCurrentThread(cpu);
+            } catch (LinuxException | IllegalArgumentException e) {
+                LOG.warning("queue pair " + pair + " not pinned to CPU " + cpu + ": " + e.getMessage());
+            }
+        }
+        try (Arena arena = Arena.ofConfined(); Epoll ep = Epoll.create(8)) {
+            epoll = ep;
+            rxFrame = arena.allocate(STAGING, 64);
+            txFrame = arena.allocate(STAGING, 64);
+            delivery = new RxDelivery(mergeable);
+            epoll.add(wake.fileDescriptor(), Epoll.EPOLLIN, WAKE);
+            loop();
+        } catch (Throwable t) {
+            LOG.severe("queue pair " + pair + " tap worker died: " + t);
+        } finally {
+            if (pendingLen >= 0) {
+                stats.toGuestDrops++; // a frame read from the tap that no ring will take now
+            }
+        }
+    }
+
+    private void loop() {
+        while (!shutdown) {
+            boolean mail = false;
+            Runnable r;
+            while ((r = mailbox.poll()) != null) {
+                r.run();
+                mail = true;
+            }
+            int work = handleTx() + handleRx();
+            if (woke) {
+                woke = false;
+                if (work == 0 && !mail) {
+                    spurious++;
+                }
+            }
+            foldLoopCounters();
+            if (work > 0 || mail) {
+                // Something was done, possibly cut short by the weight: go round again instead of sleeping, so
+                // the other handler and the mailbox get their turn (vhost-net requeues its work the same way).
+                continue;
+            }
+            sleep();
+        }
+    }
+
+    // ---- guest to tap ----
+
+    /** One bounded run over the transmit ring: each frame copied out and written to the tap. Returns frames taken. */
+    private int handleTx() {
+        QueueContext t = tx;
+        if (t == null || t.queue().isBroken()) {
+            return 0;
+        }
+        boolean forward = t.enabled() && !tapFailed;
+        if (forward && !tapWritable) {
+            return 0; // a write hit EAGAIN: the ring waits until EPOLLOUT says the tap takes frames again
+        }
+        SplitDeviceQueue q = t.queue();
+        int n = 0;
+        long packets = 0;
+        long bytes = 0;
+        long drops = 0;
+        long eagain = 0;
+        try {
+            DescriptorChain c;
+            while (n < weight && bytes < BYTE_WEIGHT && (c = q.pop()) != null) {
+                long total = c.readableBytes();
+                int head = c.head();
+                if (!forward || total < NetFeatures.HDR_LEN + NetFeatures.ETH_HEADER || total > STAGING) {
+                    // A disabled ring is drained without side effects; a malformed frame is dropped.
+                    drops++;
+                    q.pushUsed(head, 0);
+                    n++;
+                    continue;
+                }
+                // Copy header and frame out before the kernel sees them: the guest may rewrite its buffer at any
+                // moment, and the tap must get one consistent frame.
+                c.gather(0, txFrame, 0, total);
+                long w = port.write(txFrame, total);
+                if (w == -Errno.EAGAIN) {
+                    // vhost-net: vhost_discard_vq_desc and poll the tap for writability. The chain goes back to
+                    // the ring and is retried first once EPOLLOUT comes; nothing is lost.
+                    q.unpop(head);
+                    tapWritable = false;
+                    eagain++;
+                    break;
+                }
+                n++;
+                if (w < 0) {
+                    drops++; // refused by the kernel (e.g. EINVAL for a bad header, EIO while the tap is down)
+                    noteTxError(w);
+                } else {
+                    packets++;
+                    bytes += total - NetFeatures.HDR_LEN;
+                }
+                q.pushUsed(head, 0);
+            }
+        } catch (VirtqueueException e) {
+            LOG.warning("queue pair " + pair + ": transmit queue " + t.index() + " broken: " + e.getMessage());
+        }
+        if (n > 0) {
+            flush(t);
+            stats.fromGuestPackets += packets;
+            stats.fromGuestBytes += bytes;
+            stats.fromGuestDrops += drops;
+        }
+        if (eagain > 0) {
+            stats.txEagain += eagain;
+        }
+        if (n >= weight || bytes >= BYTE_WEIGHT) {
+            stats.weightLimited++;
+        }
+        return n;
+    }
+
+    private void noteTxError(long negErrno) {
+        if (!loggedTxError) {
+            loggedTxError = true; // once per worker: a guest can make every frame fail
+            LOG.warning("queue pair " + pair + ": " + port.name() + " refused a frame: " + Errno.name((int) -negErrno)
+                    + " (further refusals are only counted as drops)");
+        }
+        if (negErrno == -Errno.EBADFD || negErrno == -Errno.EBADF) {
+            tapGone(negErrno);
+        }
+    }
+
+    // ---- tap to guest ----
+
+    /** One bounded run from the tap into the receive ring. Returns the frames taken off the tap. */
+    private int handleRx() {
+        QueueContext r = rx;
+        if (r == null || !r.enabled() || r.queue().isBroken() || tapFailed || rxStarved) {
+            return 0;
+        }
+        if (!tapReadable && pendingLen < 0) {
+            return 0;
+        }
+        if (polling.rxPollStop()) {
+            // Stop watching the tap while draining it: no wake-ups (and, once the tap is out of the epoll set,
+            // no wait-queue callback in the sender's path) for frames we are about to read anyway.
+            updateTapRegistration();
+        }
+        SplitDeviceQueue q = r.queue();
+        int n = 0;
+        long delivered = 0;
+        long bytes = 0;
+        long drops = 0;
+        long eagain = 0;
+        long empty = 0;
+        try {
+            while (n < weight && bytes < BYTE_WEIGHT) {
+                if (pendingLen < 0) {
+                    long len = port.read(rxFrame, STAGING);
+                    if (len == -Errno.EAGAIN) {
+                        tapReadable = false; // drained: only now is the tap worth watching again
+                        eagain++;
+                        break;
+                    }
+                    if (len < 0) {
+                        tapGone(len);
+                        break;
+                    }
+                    pendingLen = len;
+                }
+                int outcome = delivery.deliver(q, rxFrame, pendingLen);
+                if (outcome == RxDelivery.NO_BUFFERS) {
+                    // Keep the frame and wait for the guest to post buffers: see sleep(), which asks for its kick.
+                    rxStarved = true;
+                    empty++;
+                    break;
+                }
+                n++;
+                if (outcome == RxDelivery.DELIVERED) {
+                    delivered++;
+                    bytes += pendingLen - NetFeatures.HDR_LEN;
+                } else {
+                    drops++;
+                }
+                pendingLen = -1;
+            }
+        } catch (VirtqueueException e) {
+            LOG.warning("queue pair " + pair + ": receive queue " + r.index() + " broken: " + e.getMessage());
+        }
+        if (delivered > 0) {
+            flush(r);
+            stats.toGuestPackets += delivered;
+            stats.toGuestBytes += bytes;
+        }
+        if (drops > 0) {
+            stats.toGuestDrops += drops;
+        }
+        if (eagain > 0) {
+            stats.rxEagain += eagain;
+        }
+        if (empty > 0) {
+            stats.rxRingEmpty += empty;
+        }
+        if (n >= weight || bytes >= BYTE_WEIGHT) {
+            stats.weightLimited++;
+        }
+        return n;
+    }
+
+    private void tapGone(long negErrno) {
+        if (!tapFailed) {
+            tapFailed = true;
+            LOG.warning("queue pair " + pair + ": " + port.name() + " failed (" + Errno.name((int) -negErrno)
+                    + "): no more frames to or from it");
+            updateTapRegistration();
+        }
+    }
+
+    // ---- what the tap is watched for ----
+
+    /**
+     * Brings the tap's registration in line with the discipline and the current state, with one epoll_ctl at most:
+     * ADD when it was not in the set, DEL when nothing is to be watched (which takes our entry off the tap's wait
+     * queue), MOD otherwise. ADD and MOD check readiness at once, so a frame that arrived between the EAGAIN that
+     * led here and the registration is reported, not lost.
+     */
+    private void updateTapRegistration() {
+        int want = 0;
+        if (!tapFailed) {
+            boolean watchRx = !polling.rxPollStop() || (rx != null && !tapReadable && pendingLen < 0);
+            if (watchRx) {
+                want |= Epoll.EPOLLIN;
+            }
+            if (polling.txPoll() == TapPolling.TxPoll.ALWAYS || !tapWritable) {
+                want |= Epoll.EPOLLOUT;
+            }
+        }
+        if (want == tapMask) {
+            return;
+        }
+        if (tapMask == 0) {
+            epoll.add(port.fileDescriptor(), want | Epoll.EPOLLET, TAP);
+        } else if (want == 0) {
+            epoll.delete(port.fileDescriptor());
+        } else {
+            epoll.modify(port.fileDescriptor(), want | Epoll.EPOLLET, TAP);
+        }
+        tapMask = want;
+        stats.tapRegistrations++;
+    }
+
+    // ---- sleeping ----
+
+    /**
+     * Arms what should wake us (each arm followed by a re-check, so that work arriving during arming is done, not
+     * slept through), waits on epoll, records what woke us, and disarms the kicks again for the next pass.
+     */
+    private void sleep() {
+        QueueContext t = tx;
+        if (t != null && !t.queue().isBroken() && t.kick() != null && (tapWritable || !t.enabled() || tapFailed)
+                && !txKicksOn) {
+            if (t.queue().enableKicks()) {
+                return; // buffers arrived while enabling: serve them
+            }
+            txKicksOn = true;
+        }
+        QueueContext r = rx;
+        if (rxStarved && r != null && !r.queue().isBroken() && !rxKicksOn) {
+            if (r.queue().enableKicks()) {
+                rxStarved = false; // the guest posted buffers meanwhile: deliver
+                return;
+            }
+            rxKicksOn = true;
+        }
+        updateTapRegistration();
+        int n = epoll.await(t == null && r == null ? -1 : WAIT_MILLIS);
+        if (n > 0) {
+            wakeups++;
+            woke = true;
+        }
+        for (int i = 0; i < n; i++) {
+            long data = epoll.data(i);
+            if (data == WAKE) {
+                wake.tryRead();
+            } else if (data == TAP) {
+                int ev = epoll.events(i);
+                if ((ev & (Epoll.EPOLLIN | Epoll.EPOLLERR | Epoll.EPOLLHUP)) != 0) {
+                    tapReadable = true; // a read will tell (EAGAIN, a frame, or the error)
+                }
+                if ((ev & Epoll.EPOLLOUT) != 0 && !tapWritable) {
+                    tapWritable = true;
+                }
+            } else if (t != null && t.kick() != null && data == t.index()) {
+                if (t.kick().tryRead() != 0) {
+                    kicks++;
+                }
+            } else if (r != null && r.kick() != null && data == r.index()) {
+                if (r.kick().tryRead() != 0) {
+                    rxKicks++;
+                }
+            }
+        }
+        // Working again: kicks are not needed while we look at the rings ourselves.
+        if (txKicksOn && t != null && !t.queue().isBroken()) {
+            t.queue().disableKicks();
+        }
+        txKicksOn = false;
+        if (rxKicksOn && r != null && !r.queue().isBroken()) {
+            r.queue().disableKicks();
+        }
+        rxKicksOn = false;
+        rxStarved = false; // look at the receive ring again; starving again costs one pop
+        if (tapWritable && polling.txPoll() == TapPolling.TxPoll.ON_EAGAIN && (tapMask & Epoll.EPOLLOUT) != 0) {
+            updateTapRegistration(); // EPOLLOUT came: stop watching for it
+        }
+    }
+
+    private void foldLoopCounters() {
+        if (wakeups != 0) {
+            stats.wakeups += wakeups;
+            wakeups = 0;
+        }
+        if (spurious != 0) {
+            stats.spuriousWakeups += spurious;
+            spurious = 0;
+        }
+        if (kicks != 0) {
+            stats.kicks += kicks;
+            kicks = 0;
+        }
+        if (rxKicks != 0) {
+            stats.rxKicks += rxKicks;
+            rxKicks = 0;
+        }
+    }
+
+    private void flush(QueueContext q) {
+        if (q != null && !q.queue().isBroken() && q.queue().flushUsed()) {
+            stats.notifications++;
+        }
+    }
+}
