@@ -53,6 +53,32 @@ final class Converters {
         }
     }
 
+    /** rxonly | macswap | loopback | tap:NAME; the tap name is checked when the tap is opened. */
+    static io.virtio4j.devices.net.NetMode netMode(String v) {
+        String m = v.trim();
+        if (m.toLowerCase(Locale.ROOT).startsWith("tap:")) {
+            if (m.length() == 4) {
+                throw new TypeConversionException("--mode tap:NAME needs a tap name");
+            }
+            return io.virtio4j.devices.net.NetMode.TAP;
+        }
+        if (m.equalsIgnoreCase("tap")) {
+            throw new TypeConversionException("--mode tap needs a tap name: tap:NAME");
+        }
+        return parse(io.virtio4j.devices.net.NetMode.class, m);
+    }
+
+    static final class TxPollConverter implements ITypeConverter<io.virtio4j.devices.net.TapPolling.TxPoll> {
+        @Override
+        public io.virtio4j.devices.net.TapPolling.TxPoll convert(String v) {
+            try {
+                return io.virtio4j.devices.net.TapPolling.TxPoll.parse(v);
+            } catch (IllegalArgumentException e) {
+                throw new TypeConversionException(e.getMessage());
+            }
+        }
+    }
+
     static final class OnOffConverter implements ITypeConverter<Boolean> {
         @Override
         public Boolean convert(String v) {

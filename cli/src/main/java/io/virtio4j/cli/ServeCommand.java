@@ -5,6 +5,7 @@ import io.virtio4j.core.policy.Ordering;
 import io.virtio4j.devices.net.NetDevice;
 import io.virtio4j.devices.net.NetMode;
 import io.virtio4j.devices.net.NetStats;
+import io.virtio4j.devices.net.TapPolling;
 import io.virtio4j.vhost.backend.BackendOptions;
 import io.virtio4j.vhost.backend.VhostUserServer;
 import io.virtio4j.vhost.backend.VhostUserSession;
@@ -41,9 +42,17 @@ public final class ServeCommand {
         Endpoint endpoint;
         @Option(names = "--queues", description = "queue pairs (default ${DEFAULT-VALUE})")
         int queues = 1;
-        @Option(names = "--mode", description = "rxonly | macswap | loopback (default ${DEFAULT-VALUE})",
-                converter = Converters.NetModeConverter.class)
-        NetMode mode = NetMode.RXONLY;
+        @Option(names = "--mode", paramLabel = "MODE", description = "rxonly | macswap | loopback | tap:NAME (bridge to "
+                + "tap NAME, created when absent; a %%d in NAME is numbered by the kernel) (default rxonly)")
+        String mode = "rxonly";
+        @Option(names = "--rx-poll-stop", paramLabel = "on|off", arity = "1", description = "tap: stop watching the tap while draining "
+                + "it, and sleep on the guest's rx kick when its ring is empty (on, vhost-net today) or watch it always "
+                + "(off, before) (default on)", converter = Converters.OnOffConverter.class)
+        boolean rxPollStop = true;
+        @Option(names = "--tx-poll", paramLabel = "on-eagain|always", description = "tap: watch the tap for writability "
+                + "only after a write hit EAGAIN (on-eagain, vhost-net today) or always (always, before) (default on-eagain)",
+                converter = Converters.TxPollConverter.class)
+        TapPolling.TxPoll txPoll = TapPolling.TxPoll.ON_EAGAIN;
         @Option(names = "--notify", paramLabel = "MODE", description = "poll | notify | hybrid: how queue threads wait (default ${DEFAULT-VALUE})",
                 converter = Converters.ModeConverter.class)
         NotificationMode notification = NotificationMode.POLL;
@@ -51,9 +60,10 @@ public final class ServeCommand {
         long hybridSpinNanos = 50_000;
         @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
         Ordering barriers = Ordering.WEAK;
-        @Option(names = "--cached-avail", description = "on | off (default ${DEFAULT-VALUE})", converter = Converters.OnOffConverter.class)
+        @Option(names = "--cached-avail", arity = "1", description = "on | off (default ${DEFAULT-VALUE})", converter = Converters.OnOffConverter.class)
         boolean cachedAvail = true;
-        @Option(names = "--weight", description = "frames per queue round before looking elsewhere (default ${DEFAULT-VALUE})")
+        @Option(names = "--weight", description = "frames per handler round before looking elsewhere (tap: per direction, "
+                + "and at most 512 KiB) (default ${DEFAULT-VALUE})")
         int weight = 256;
         @Option(names = "--cpu", split = ",", paramLabel = "CPU", description = "pin queue pair threads to these CPUs, round robin")
         int[] cpus = new int[0];
@@ -67,8 +77,12 @@ public final class ServeCommand {
         @Override
         public Integer call() throws Exception {
             byte[] macBytes = HexFormat.ofDelimiter(":").parseHex(mac);
-            NetDevice device = new NetDevice(new NetDevice.Options(queues, mode, notification, hybridSpinNanos, weight,
-                    cpus, macBytes, mtu));
+            NetMode netMode = Converters.netMode(mode);
+            String tap = netMode == NetMode.TAP ? mode.substring(mode.indexOf(':') + 1) : null;
+            TapPolling polling = new TapPolling(rxPollStop, txPoll);
+            // Tap mode opens (or creates) the tap now, so the interface exists while the back-end waits for a guest.
+            NetDevice device = new NetDevice(new NetDevice.Options(queues, netMode, notification, hybridSpinNanos, weight,
+                    cpus, macBytes, mtu, tap, polling));
             BackendOptions bopt = new BackendOptions(barriers, cachedAvail, 32);
             VhostUserServer server = new VhostUserServer(() -> new VhostUserSession(device, bopt));
             ScheduledExecutorService printer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -82,10 +96,15 @@ public final class ServeCommand {
             Runtime.getRuntime().addShutdownHook(new Thread(() -> {
                 server.close();
                 print(device, "final");
+                device.close();
                 System.out.flush();
             }, "virtio4j-shutdown"));
+            String how = netMode == NetMode.TAP
+                    ? "tap " + device.tapName() + ", " + polling.describe() + ", weight " + weight
+                            + " (--notify does not apply: the tap worker sleeps on epoll)"
+                    : notification.name().toLowerCase(Locale.ROOT);
             System.out.printf(Locale.ROOT, "virtio4j serve net: %d queue pair(s), mode %s, %s, barriers %s, cached-avail %s%n",
-                    queues, mode.name().toLowerCase(Locale.ROOT), notification.name().toLowerCase(Locale.ROOT),
+                    queues, netMode.name().toLowerCase(Locale.ROOT), how,
                     barriers.name().toLowerCase(Locale.ROOT), cachedAvail ? "on" : "off");
             System.out.flush();
             if (endpoint.socket != null) {
@@ -99,9 +118,7 @@ public final class ServeCommand {
         private static void print(NetDevice device, String what) {
             for (int p = 0; p < device.pairs(); p++) {
                 NetStats s = device.stats(p);
-                System.out.printf(Locale.ROOT, "%s pair %d: from-guest packets=%d bytes=%d drops=%d | to-guest packets=%d bytes=%d | kicks=%d notifications=%d%n",
-                        what, p, s.fromGuestPackets(), s.fromGuestBytes(), s.fromGuestDrops(), s.toGuestPackets(),
-                        s.toGuestBytes(), s.kicks(), s.notifications());
+                System.out.printf(Locale.ROOT, "%s pair %d: %s%n", what, p, s);
             }
             System.out.flush();
         }
