@@ -11,16 +11,24 @@ import java.util.Map;
  * @param pairs      the interleaved runs, or null for a placeholder
  * @param ratio      B/A of the experiment's figure, or null for a placeholder
  * @param verdict    computed from the ratio's interval and the claim's direction
+ * @param details    what else an experiment that is no ring benchmark reports (its set-up, per-run counters), or
+ *                   null
  */
-public record ExperimentResult(Experiment experiment, Interleaved.Pairs pairs, PairedRatio ratio, Verdict verdict) {
+public record ExperimentResult(Experiment experiment, Interleaved.Pairs pairs, PairedRatio ratio, Verdict verdict,
+                               Map<String, Object> details) {
 
     public static ExperimentResult placeholder(Experiment e) {
-        return new ExperimentResult(e, null, null, Verdict.NOT_MEASURED);
+        return new ExperimentResult(e, null, null, Verdict.NOT_MEASURED, null);
     }
 
     public static ExperimentResult measured(Experiment e, Interleaved.Pairs pairs) {
+        return measured(e, pairs, null);
+    }
+
+    /** The one place ratio and verdict are computed, for every kind of experiment. */
+    public static ExperimentResult measured(Experiment e, Interleaved.Pairs pairs, Map<String, Object> details) {
         PairedRatio r = pairs.ratio(e.metric());
-        return new ExperimentResult(e, pairs, r, Verdict.of(r, e.expectsIncrease()));
+        return new ExperimentResult(e, pairs, r, Verdict.of(r, e.expectsIncrease()), details);
     }
 
     public Map<String, Object> toJson() {
@@ -40,7 +48,12 @@ public record ExperimentResult(Experiment experiment, Interleaved.Pairs pairs, P
             j.put("status", "placeholder");
             return j;
         }
-        j.put("config", new LinkedHashMap<>(e.base().toMap()));
+        if (e.tap() == null) {
+            j.put("config", new LinkedHashMap<>(e.base().toMap()));
+        }
+        if (details != null) {
+            j.putAll(details);
+        }
         j.put("runs", pairs.aRuns().size());
         j.put("a", side(e.key() + "=" + e.a(), pairs.aRuns()));
         j.put("b", side(e.key() + "=" + e.b(), pairs.bRuns()));

@@ -17,15 +17,24 @@ public final class ExperimentRunner {
     private final int runs;
     private final int warmup;
     private final Set<String> only;
+    private final double netWindowSeconds;
 
     /**
      * @param only lesson or row ids to run; empty for all
      */
     public ExperimentRunner(long bufs, int runs, int warmup, Set<String> only) {
+        this(bufs, runs, warmup, only, 3.0);
+    }
+
+    /**
+     * @param netWindowSeconds measuring window of each run of the tap back-end experiments
+     */
+    public ExperimentRunner(long bufs, int runs, int warmup, Set<String> only, double netWindowSeconds) {
         this.bufs = bufs;
         this.runs = runs;
         this.warmup = warmup;
         this.only = only;
+        this.netWindowSeconds = netWindowSeconds;
     }
 
     public List<Experiment> selected() {
@@ -47,15 +56,70 @@ public final class ExperimentRunner {
 
     public List<ExperimentResult> run(Consumer<String> progress) throws InterruptedException {
         List<ExperimentResult> results = new ArrayList<>();
-        for (Experiment e : selected()) {
-            if (e.placeholder() != null) {
-                results.add(ExperimentResult.placeholder(e));
-                continue;
+        List<Experiment> selected = selected();
+        NetPollBench net = null;
+        try {
+            for (Experiment e : selected) {
+                if (e.placeholder() != null) {
+                    results.add(ExperimentResult.placeholder(e));
+                    continue;
+                }
+                Consumer<String> p = s -> progress.accept(e.id() + ": " + s);
+                if (e.tap() == null) {
+                    Interleaved.Pairs pairs = Interleaved.run(BenchRunner.IN_PROCESS, e.configA(), e.configB(), warmup, runs, p);
+                    results.add(ExperimentResult.measured(e, pairs));
+                    continue;
+                }
+                if (net == null) {
+                    p.accept("setting up tap, namespace and load generator");
+                    net = NetPollBench.start(netWindowSeconds, netBudgetSeconds(selected));
+                }
+                NetPollBench bench = net;
+                int logged = bench.runLog().size();
+                Interleaved.Pairs pairs = Interleaved.runSides(
+                        side -> bench.run(side == Interleaved.Side.A ? e.tap().a() : e.tap().b()),
+                        e.base(), e.base(), warmup, runs, p);
+                Map<String, Object> details = new LinkedHashMap<>();
+                details.put("config", bench.describe());
+                List<Map<String, Object>> log = bench.runLog().subList(logged, bench.runLog().size());
+                details.put("measured_runs", new ArrayList<>(log.subList(2 * warmup, log.size())));
+                details.put("medians", medians(log.subList(2 * warmup, log.size())));
+                results.add(ExperimentResult.measured(e, pairs, details));
             }
-            Interleaved.Pairs p = Interleaved.run(BenchRunner.IN_PROCESS, e.configA(), e.configB(), warmup, runs, s -> progress.accept(e.id() + ": " + s));
-            results.add(ExperimentResult.measured(e, p));
+        } finally {
+            if (net != null) {
+                String sent = net.stop();
+                progress.accept("load generator: " + sent);
+            }
         }
         return results;
+    }
+
+    /** Upper bound of the tap experiments' duration: the load generator stops by itself after it. */
+    private double netBudgetSeconds(List<Experiment> selected) {
+        long tapRows = selected.stream().filter(x -> x.tap() != null).count();
+        return 60 + tapRows * 2.0 * (warmup + runs) * (netWindowSeconds + 3);
+    }
+
+    /** Per side (A = even positions, B = odd), the median of every numeric figure of the run log. */
+    private static Map<String, Object> medians(List<Map<String, Object>> log) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (int side = 0; side < 2; side++) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            for (String key : log.isEmpty() ? Set.<String>of() : log.get(0).keySet()) {
+                if (!(log.get(0).get(key) instanceof Number)) {
+                    continue;
+                }
+                List<Double> v = new ArrayList<>();
+                for (int i = side; i < log.size(); i += 2) {
+                    v.add(((Number) log.get(i).get(key)).doubleValue());
+                }
+                double[] a = v.stream().mapToDouble(Double::doubleValue).toArray();
+                m.put(key, Summary.of(a).median());
+            }
+            out.put(side == 0 ? "a" : "b", m);
+        }
+        return out;
     }
 
     public static void write(List<ExperimentResult> results, Path dir, String how) throws IOException {
@@ -98,6 +162,10 @@ public final class ExperimentRunner {
         sb.append('\n');
         for (ExperimentResult r : results) {
             sb.append("- **").append(r.experiment().id()).append("**: ").append(r.experiment().claim()).append('\n');
+            if (r.details() != null && r.details().get("medians") instanceof Map<?, ?> med) {
+                sb.append("  - medians per run, A: ").append(med.get("a")).append('\n');
+                sb.append("  - medians per run, B: ").append(med.get("b")).append('\n');
+            }
         }
         sb.append("\n").append(how).append('\n');
         return sb.toString();

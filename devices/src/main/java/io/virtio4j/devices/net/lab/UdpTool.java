@@ -20,6 +20,9 @@ import java.util.BitSet;
  * </pre>
  */
 public final class UdpTool {
+    /** Set when standard input closed: senders stop, print their count and exit. */
+    private static volatile boolean stopped;
+
     private UdpTool() {
     }
 
@@ -31,6 +34,12 @@ public final class UdpTool {
                 }
             } catch (IOException ignored) {
                 // treat as EOF
+            }
+            stopped = true;
+            try {
+                Thread.sleep(5000); // time to finish and report; then go whatever the main loop does
+            } catch (InterruptedException ignored) {
+                // go now
             }
             System.out.flush();
             Runtime.getRuntime().halt(0);
@@ -66,7 +75,7 @@ public final class UdpTool {
         try (DatagramChannel c = DatagramChannel.open()) {
             c.setOption(StandardSocketOptions.SO_SNDBUF, 1 << 20);
             long start = System.nanoTime();
-            for (int seq = 0; seq < count; seq++) {
+            for (int seq = 0; seq < count && !stopped; seq++) {
                 int len = lengthOf(seq, min, max);
                 UdpFrames.fillPayload(MemorySegment.ofArray(buf), 0, len, seq);
                 c.send(ByteBuffer.wrap(buf, 0, len), to);
@@ -94,7 +103,7 @@ public final class UdpTool {
         long sent = 0;
         try (DatagramChannel c = DatagramChannel.open()) {
             c.connect(to);
-            while (System.nanoTime() < end) {
+            while (System.nanoTime() < end && !stopped) {
                 for (int i = 0; i < 256; i++) {
                     b.rewind();
                     c.write(b);

@@ -1,0 +1,251 @@
+package io.virtio4j.bench;
+
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.core.stats.QueueCounters;
+import io.virtio4j.devices.net.NetDevice;
+import io.virtio4j.devices.net.NetFeatures;
+import io.virtio4j.devices.net.NetMode;
+import io.virtio4j.devices.net.NetStats;
+import io.virtio4j.devices.net.TapPolling;
+import io.virtio4j.devices.net.lab.InProcessBackend;
+import io.virtio4j.devices.net.lab.NetGuest;
+import io.virtio4j.devices.net.lab.TapNamespace;
+import io.virtio4j.devices.net.lab.UdpFrames;
+import io.virtio4j.devices.net.lab.UdpTool;
+import io.virtio4j.os.TunTap;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.foreign.MemorySegment;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The measurement behind {@code net-poll-discipline}: receive packets per second of the tap back-end under a
+ * flood, for one {@link TapPolling} or another.
+ *
+ * <p>Set up once: a tap (opened here and kept across runs), moved into a network namespace of its own
+ * ({@link TapNamespace}: link-local addresses, a permanent neighbour for the guest), and a load generator in that
+ * namespace, a separate JVM ({@link UdpTool} flood) sending one 64-byte UDP datagram after another to the guest
+ * as fast as it can through the kernel's real path (UDP socket, IP, neighbour, the tap's transmit and its wait
+ * queue). It keeps sending for the whole experiment; between runs the tap's queue fills and the kernel drops.
+ *
+ * <p>Each run builds a fresh tap-mode {@link NetDevice} over the same tap with the run's discipline, connects a
+ * fresh {@link NetGuest} through the vhost-user protocol in process, and lets a guest receiver thread post receive
+ * buffers and reap them as fast as it can (sleeping on the used-buffer notification only when the ring has
+ * nothing). After a settling time it counts the generator's frames the guest received over the measuring window:
+ * that rate is the run's buffers/s. Worker and receiver CPU time, wake-ups, spurious wake-ups, EAGAINs and the
+ * tap's drops are recorded alongside.
+ *
+ * <p>{@link #close()} stops the generator and deletes the namespace and the tap, also after a failure (a
+ * shutdown hook covers a JVM that exits first).
+ */
+public final class NetPollBench implements AutoCloseable {
+    private static final String GUEST_MAC = "52:54:00:12:34:56";
+    private static final int PORT = 5000;
+    private static final int PAYLOAD = 64;
+    private static final long SETTLE_NANOS = 300_000_000L;
+
+    private final double windowSeconds;
+    private final TunTap tap;
+    private final TapNamespace ns;
+    private final Process flood;
+    private final List<Map<String, Object>> runLog = new ArrayList<>();
+
+    private NetPollBench(double windowSeconds, TunTap tap, TapNamespace ns, Process flood) {
+        this.windowSeconds = windowSeconds;
+        this.tap = tap;
+        this.ns = ns;
+        this.flood = flood;
+    }
+
+    /**
+     * Sets up tap, namespace and generator.
+     *
+     * @param windowSeconds measuring window of each run
+     * @param maxSeconds    the generator stops by itself after this long, whatever happens here
+     */
+    public static NetPollBench start(double windowSeconds, double maxSeconds) {
+        TunTap tap = TunTap.open(TapNamespace.uniqueName("v4jb"));
+        TapNamespace ns = null;
+        try {
+            ns = TapNamespace.create(TapNamespace.uniqueName("v4jx"), tap.name(), GUEST_MAC);
+            Process flood = ns.startJava(UdpTool.class, "flood", TapNamespace.GUEST_IP, Integer.toString(PORT),
+                    Integer.toString(PAYLOAD), String.format(Locale.ROOT, "%.0f", maxSeconds));
+            return new NetPollBench(windowSeconds, tap, ns, flood);
+        } catch (RuntimeException e) {
+            if (ns != null) {
+                ns.close();
+            }
+            tap.close();
+            throw e;
+        }
+    }
+
+    /** What every run shares, for the report. */
+    public Map<String, Object> describe() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("load", "UdpTool flood in network namespace " + ns.name() + ": " + PAYLOAD
+                + "-byte UDP payloads (" + (UdpFrames.HEADERS + PAYLOAD) + "-byte frames), one sender, as fast as it can");
+        m.put("tap", tap.name() + " (vnet header 12, single queue)");
+        m.put("guest", "NetGuest in process: queue size 256, 2048-byte merged receive buffers, EVENT_IDX, receiver thread "
+                + "reaping and reposting, sleeping on the call eventfd only when the ring is empty");
+        m.put("device", "NetDevice tap mode, 1 queue pair, weight 64, no pinning");
+        m.put("window_s", windowSeconds);
+        m.put("settle_s", SETTLE_NANOS / 1e9);
+        return m;
+    }
+
+    /** Per-run net counters, in run order, for the report. */
+    public List<Map<String, Object>> runLog() {
+        return runLog;
+    }
+
+    /** Counts the generator's frames; the receiver thread's own, published once per batch. */
+    private static final class Counter implements NetGuest.FrameHandler {
+        long frames;
+        long other;
+        volatile long published;
+
+        @Override
+        public void frame(MemorySegment f, long length, int numBuffers) {
+            long eth = NetFeatures.HDR_LEN;
+            int payload = UdpFrames.udpPayloadLength(f, eth, length - eth, PORT);
+            if (payload == PAYLOAD && UdpFrames.hasMagic(f, eth + UdpFrames.HEADERS, payload)) {
+                frames++;
+            } else {
+                other++;
+            }
+        }
+    }
+
+    /** One measured run with {@code polling}. */
+    public RunResult run(TapPolling polling) throws InterruptedException {
+        NetDevice device = NetDevice.overPorts(new NetDevice.Options(1, NetMode.TAP, NotificationMode.NOTIFY, 0, 64,
+                new int[0], UdpFrames.mac(GUEST_MAC), 1500, tap.name(), polling), List.of(tap));
+        InProcessBackend.Connected c = InProcessBackend.start(device, "net-poll-bench");
+        Counter counter = new Counter();
+        long[] guestSpurious = new long[1];
+        Throwable[] failure = new Throwable[1];
+        try (device; NetGuest guest = NetGuest.start(c.frontend(), new NetGuest.Config(1, 256, 2048, true, true))) {
+            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            Thread receiver = new Thread(() -> {
+                try {
+                    guest.postRx(0);
+                    while (!stop.get()) {
+                        int n = guest.receive(0, counter);
+                        if (n > 0) {
+                            counter.published = counter.frames;
+                            guest.postRx(0);
+                            continue;
+                        }
+                        if (guest.awaitRx(0, 20_000_000L) && guest.receive(0, counter) == 0) {
+                            guestSpurious[0]++;
+                        }
+                        counter.published = counter.frames;
+                        guest.postRx(0);
+                    }
+                } catch (Throwable t) {
+                    failure[0] = t;
+                }
+            }, "net-poll-guest-rx");
+            receiver.setDaemon(true);
+            receiver.start();
+            TimeUnit.NANOSECONDS.sleep(SETTLE_NANOS);
+            Snapshot s0 = Snapshot.take(device, receiver, counter, ns);
+            TimeUnit.NANOSECONDS.sleep((long) (windowSeconds * 1e9));
+            Snapshot s1 = Snapshot.take(device, receiver, counter, ns);
+            stop.set(true);
+            receiver.join(10_000);
+            if (failure[0] != null) {
+                throw new BenchmarkFailedException("guest receiver failed: " + failure[0], failure[0]);
+            }
+            if (receiver.isAlive()) {
+                throw new BenchmarkFailedException("guest receiver did not stop", null);
+            }
+            long frames = s1.frames - s0.frames;
+            if (frames <= 0) {
+                throw new BenchmarkFailedException("no frame reached the guest in " + windowSeconds + " s (" + polling.describe()
+                        + "): " + s1.stats, null);
+            }
+            NetStats d = s1.stats;
+            NetStats b = s0.stats;
+            QueueCounters dev = new QueueCounters();
+            dev.notificationsSent = d.notifications() - b.notifications();
+            dev.spuriousWakeups = d.spuriousWakeups() - b.spuriousWakeups();
+            dev.completions = d.toGuestPackets() - b.toGuestPackets();
+            Map<String, Object> log = new LinkedHashMap<>();
+            log.put("discipline", polling.describe());
+            log.put("frames", frames);
+            log.put("pps", frames * 1e9 / (s1.nanos - s0.nanos));
+            log.put("wakeups", d.wakeups() - b.wakeups());
+            log.put("spurious_wakeups", d.spuriousWakeups() - b.spuriousWakeups());
+            log.put("rx_eagain", d.rxEagain() - b.rxEagain());
+            log.put("tx_eagain", d.txEagain() - b.txEagain());
+            log.put("tap_registrations", d.tapRegistrations() - b.tapRegistrations());
+            log.put("weight_limited", d.weightLimited() - b.weightLimited());
+            log.put("rx_ring_empty", d.rxRingEmpty() - b.rxRingEmpty());
+            log.put("worker_cpu_ms", (s1.workerCpu - s0.workerCpu) / 1e6);
+            log.put("guest_cpu_ms", (s1.guestCpu - s0.guestCpu) / 1e6);
+            log.put("worker_allocated_bytes", s1.workerAlloc - s0.workerAlloc);
+            log.put("tap_tx_dropped", s1.tapDropped - s0.tapDropped);
+            runLog.add(log);
+            return new RunResult(frames, s1.nanos - s0.nanos, s1.guestCpu - s0.guestCpu, s1.workerCpu - s0.workerCpu,
+                    guest.rxCounters(0), dev, guestSpurious[0], d.spuriousWakeups() - b.spuriousWakeups(),
+                    s1.gc - s0.gc, s1.workerAlloc - s0.workerAlloc, "not pinned", Double.NaN, Double.NaN);
+        } finally {
+            c.backend().awaitEnd();
+        }
+    }
+
+    /** Figures read at the start and the end of the measuring window. */
+    private record Snapshot(long nanos, long frames, NetStats stats, long workerCpu, long workerAlloc, long guestCpu,
+                            long gc, long tapDropped) {
+        static Snapshot take(NetDevice device, Thread receiver, Counter counter, TapNamespace ns) {
+            long tapDropped = ns.tapStatistic("tx_dropped");
+            com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            long worker = device.workerThreadId(0);
+            long gc = 0;
+            for (GarbageCollectorMXBean g : ManagementFactory.getGarbageCollectorMXBeans()) {
+                gc += Math.max(0, g.getCollectionCount());
+            }
+            long nanos = System.nanoTime();
+            return new Snapshot(nanos, counter.published, device.stats(0), t.getThreadCpuTime(worker),
+                    t.getThreadAllocatedBytes(worker), t.getThreadCpuTime(receiver.threadId()), gc, tapDropped);
+        }
+    }
+
+    /** Stops the generator (its "sent N" line is returned, or null) and removes namespace and tap. */
+    public String stop() {
+        String sent = null;
+        try {
+            flood.getOutputStream().close(); // the generator stops when its standard input closes
+            if (flood.waitFor(10, TimeUnit.SECONDS)) {
+                BufferedReader r = new BufferedReader(new InputStreamReader(flood.getInputStream(), StandardCharsets.UTF_8));
+                sent = r.readLine();
+            }
+        } catch (Exception e) {
+            sent = null;
+        } finally {
+            close();
+        }
+        return sent;
+    }
+
+    @Override
+    public void close() {
+        try {
+            flood.destroyForcibly();
+            ns.close();
+        } finally {
+            tap.close();
+        }
+    }
+}
