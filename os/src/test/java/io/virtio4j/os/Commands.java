@@ -22,16 +22,20 @@ final class Commands {
     static String run(String... argv) {
         try {
             Process p = new ProcessBuilder(argv).redirectErrorStream(true).start();
-            p.getOutputStream().close();
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new IllegalStateException(String.join(" ", argv) + ": no exit within 30 s");
+            // Every stream closed here, not later by the JDK's reaper thread: its pipes must be gone when the
+            // test's descriptor count is compared (NoFdLeaks).
+            try (var in = p.getInputStream(); var out = p.getOutputStream(); var err = p.getErrorStream()) {
+                out.close();
+                if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                    p.destroyForcibly();
+                    throw new IllegalStateException(String.join(" ", argv) + ": no exit within 30 s");
+                }
+                String output = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+                if (p.exitValue() != 0) {
+                    throw new IllegalStateException(String.join(" ", argv) + " exited " + p.exitValue() + ": " + output);
+                }
+                return output;
             }
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (p.exitValue() != 0) {
-                throw new IllegalStateException(String.join(" ", argv) + " exited " + p.exitValue() + ": " + out);
-            }
-            return out;
         } catch (IOException e) {
             throw new IllegalStateException("cannot run " + List.of(argv), e);
         } catch (InterruptedException e) {

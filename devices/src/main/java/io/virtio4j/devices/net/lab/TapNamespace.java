@@ -109,6 +109,13 @@ public final class TapNamespace implements AutoCloseable {
         closed = true;
         for (Process p : children) {
             p.destroyForcibly();
+            try {
+                p.getInputStream().close();
+                p.getOutputStream().close();
+                p.getErrorStream().close();
+            } catch (IOException ignored) {
+                // closing a pipe of a killed process
+            }
         }
         quietly("ip", "netns", "del", name);
         try {
@@ -122,15 +129,18 @@ public final class TapNamespace implements AutoCloseable {
     public static String run(String... argv) {
         try {
             Process p = new ProcessBuilder(argv).redirectErrorStream(true).redirectInput(new File("/dev/null")).start();
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new IllegalStateException(String.join(" ", argv) + ": no exit within 30 s");
+            // Streams closed here rather than later by the JDK's reaper thread: callers count descriptors.
+            try (var in = p.getInputStream(); var out = p.getOutputStream(); var err = p.getErrorStream()) {
+                if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                    p.destroyForcibly();
+                    throw new IllegalStateException(String.join(" ", argv) + ": no exit within 30 s");
+                }
+                String output = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+                if (p.exitValue() != 0) {
+                    throw new IllegalStateException(String.join(" ", argv) + " exited " + p.exitValue() + ": " + output.trim());
+                }
+                return output;
             }
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (p.exitValue() != 0) {
-                throw new IllegalStateException(String.join(" ", argv) + " exited " + p.exitValue() + ": " + out.trim());
-            }
-            return out;
         } catch (IOException e) {
             throw new IllegalStateException("cannot run " + String.join(" ", argv), e);
         } catch (InterruptedException e) {
