@@ -37,8 +37,13 @@ public record Experiment(String id, String lesson, String claim, BenchConfig bas
     }
 
     private static Experiment tap(String id, String claim, TapPolling a, TapPolling b, double claimed) {
-        return new Experiment(id, NET_POLL, claim, BenchConfig.defaults(), "discipline", a.describe(), b.describe(),
+        return new Experiment(id, NET_POLL, claim, BenchConfig.defaults(), "rx-poll-stop/tx-poll", label(a), label(b),
                 Metric.BUFFERS_PER_S, true, claimed, null, new TapSides(a, b));
+    }
+
+    /** Short enough for a chart title: "off/always", "on/on-eagain". */
+    private static String label(TapPolling p) {
+        return (p.rxPollStop() ? "on" : "off") + "/" + p.txPoll().label();
     }
 
     public static final String CACHED_AVAIL = "cached-avail-idx";
