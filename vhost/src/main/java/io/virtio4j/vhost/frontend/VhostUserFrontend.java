@@ -1,0 +1,248 @@
+package io.virtio4j.vhost.frontend;
+
+import io.virtio4j.os.EventFd;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.UnixSocket;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
+import io.virtio4j.vhost.protocol.Request;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The front-end side of vhost-user (QEMU's role): negotiates with a back-end and hands it memory, rings and
+ * eventfds. With REPLY_ACK negotiated every request without a reply asks for an acknowledgement, so a refusal
+ * surfaces as {@link VhostUserRequestFailedException} at the call that caused it.
+ */
+public final class VhostUserFrontend implements AutoCloseable {
+    private static final int HEADER = 12;
+
+    /** A region of the front-end's memory: guest-physical and front-end-virtual address, and its fd. */
+    public record Region(long guestPhysAddr, long size, long userAddr, long mmapOffset, FileDescriptor fd) {
+    }
+
+    /** A reply as received: request code, flags and payload. */
+    public record Reply(int request, int flags, byte[] payload) {
+        public long u64() {
+            return MemorySegment.ofArray(payload).get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+        }
+    }
+
+    private final UnixSocket socket;
+    private final Arena arena = Arena.ofConfined();
+    private final MemorySegment buf = arena.allocate(HEADER + 4096, 8);
+    private boolean replyAck;
+
+    private VhostUserFrontend(UnixSocket socket) {
+        this.socket = socket;
+    }
+
+    public static VhostUserFrontend connect(Path path) {
+        return new VhostUserFrontend(UnixSocket.connect(path));
+    }
+
+    public static VhostUserFrontend over(UnixSocket socket) {
+        return new VhostUserFrontend(socket);
+    }
+
+    // ---- raw access (also for tests that play a hostile front-end) ----
+
+    /** Sends one message as given, without any check. */
+    public void sendRaw(int request, int flags, byte[] payload, FileDescriptor... fds) {
+        buf.set(ValueLayout.JAVA_INT, 0, request);
+        buf.set(ValueLayout.JAVA_INT, 4, flags);
+        buf.set(ValueLayout.JAVA_INT, 8, payload.length);
+        MemorySegment.copy(MemorySegment.ofArray(payload), 0, buf, HEADER, payload.length);
+        socket.sendmsg(buf, HEADER + payload.length, fds);
+    }
+
+    /** Sends a header announcing {@code size} payload bytes but only {@code payload}. */
+    public void sendHeaderOnly(int request, int flags, int size) {
+        buf.set(ValueLayout.JAVA_INT, 0, request);
+        buf.set(ValueLayout.JAVA_INT, 4, flags);
+        buf.set(ValueLayout.JAVA_INT, 8, size);
+        socket.sendmsg(buf, HEADER);
+    }
+
+    /** Receives one reply, or null when the back-end closed the connection. */
+    public Reply receive() {
+        if (!readFully(0, HEADER)) {
+            return null;
+        }
+        int request = buf.get(ValueLayout.JAVA_INT, 0);
+        int flags = buf.get(ValueLayout.JAVA_INT, 4);
+        int size = buf.get(ValueLayout.JAVA_INT, 8);
+        if (size < 0 || size > 4096) {
+            throw new VhostUserRequestFailedException("reply to " + Request.nameOf(request) + " announces " + size + " bytes");
+        }
+        if (!readFully(HEADER, HEADER + size)) {
+            return null;
+        }
+        return new Reply(request, flags, buf.asSlice(HEADER, size).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    private boolean readFully(long from, long to) {
+        long at = from;
+        while (at < to) {
+            UnixSocket.Received r = socket.recvmsg(buf.asSlice(at, to - at), new FileDescriptor[0]);
+            if (r.bytes() == 0) {
+                return false;
+            }
+            at += r.bytes();
+        }
+        return true;
+    }
+
+    // ---- requests ----
+
+    private Reply call(Request r, byte[] payload, FileDescriptor... fds) {
+        sendRaw(r.code(), ProtocolFeatures.VERSION, payload, fds);
+        return expectReply(r);
+    }
+
+    private Reply expectReply(Request r) {
+        Reply reply = receive();
+        if (reply == null) {
+            throw new VhostUserRequestFailedException("back-end closed the connection instead of answering " + r);
+        }
+        if (reply.request() != r.code() || reply.flags() != (ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY)) {
+            throw new VhostUserRequestFailedException("bad reply to " + r + ": request " + reply.request() + ", flags 0x"
+                    + Integer.toHexString(reply.flags()));
+        }
+        return reply;
+    }
+
+    private void send(Request r, byte[] payload, FileDescriptor... fds) {
+        if (!replyAck) {
+            sendRaw(r.code(), ProtocolFeatures.VERSION, payload, fds);
+            return;
+        }
+        sendRaw(r.code(), ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_NEED_REPLY, payload, fds);
+        long status = expectReply(r).u64();
+        if (status != 0) {
+            throw new VhostUserRequestFailedException(r + " refused by the back-end (status " + status + ")");
+        }
+    }
+
+    private static ByteBuffer payload(int bytes) {
+        return ByteBuffer.allocate(bytes).order(ByteOrder.nativeOrder());
+    }
+
+    private static byte[] u64(long v) {
+        return payload(8).putLong(v).array();
+    }
+
+    private static byte[] state(int index, int num) {
+        return payload(8).putInt(index).putInt(num).array();
+    }
+
+    public long getFeatures() {
+        return call(Request.GET_FEATURES, new byte[0]).u64();
+    }
+
+    public void setFeatures(long features) {
+        send(Request.SET_FEATURES, u64(features));
+    }
+
+    public long getProtocolFeatures() {
+        return call(Request.GET_PROTOCOL_FEATURES, new byte[0]).u64();
+    }
+
+    /** Sets protocol features; from then on, if REPLY_ACK is among them, every setter waits for its ack. */
+    public void setProtocolFeatures(long features) {
+        send(Request.SET_PROTOCOL_FEATURES, u64(features));
+        replyAck = (features & ProtocolFeatures.bit(ProtocolFeatures.REPLY_ACK)) != 0;
+    }
+
+    public void setOwner() {
+        send(Request.SET_OWNER, new byte[0]);
+    }
+
+    public long getQueueNum() {
+        return call(Request.GET_QUEUE_NUM, new byte[0]).u64();
+    }
+
+    public void setMemTable(List<Region> regions) {
+        ByteBuffer b = payload(8 + 32 * regions.size()).putInt(regions.size()).putInt(0);
+        FileDescriptor[] fds = new FileDescriptor[regions.size()];
+        for (int i = 0; i < regions.size(); i++) {
+            Region r = regions.get(i);
+            b.putLong(r.guestPhysAddr()).putLong(r.size()).putLong(r.userAddr()).putLong(r.mmapOffset());
+            fds[i] = r.fd();
+        }
+        send(Request.SET_MEM_TABLE, b.array(), fds);
+    }
+
+    public void setVringNum(int index, int num) {
+        send(Request.SET_VRING_NUM, state(index, num));
+    }
+
+    public void setVringBase(int index, int base) {
+        send(Request.SET_VRING_BASE, state(index, base));
+    }
+
+    public int getVringBase(int index) {
+        Reply r = call(Request.GET_VRING_BASE, state(index, 0));
+        return MemorySegment.ofArray(r.payload()).get(ValueLayout.JAVA_INT_UNALIGNED, 4);
+    }
+
+    /** Ring addresses in the front-end's virtual address space. */
+    public void setVringAddr(int index, long desc, long used, long avail) {
+        send(Request.SET_VRING_ADDR, payload(40).putInt(index).putInt(0).putLong(desc).putLong(used).putLong(avail)
+                .putLong(0).array());
+    }
+
+    /** Kick eventfd, or null for NOFD (the back-end polls). */
+    public void setVringKick(int index, EventFd kick) {
+        vringFd(Request.SET_VRING_KICK, index, kick);
+    }
+
+    /** Call eventfd, or null for NOFD (the front-end polls). */
+    public void setVringCall(int index, EventFd call) {
+        vringFd(Request.SET_VRING_CALL, index, call);
+    }
+
+    private void vringFd(Request r, int index, EventFd fd) {
+        if (fd == null) {
+            send(r, u64(index | ProtocolFeatures.VRING_NOFD_MASK));
+        } else {
+            send(r, u64(index), fd.fileDescriptor());
+        }
+    }
+
+    public void setVringEnable(int index, boolean enable) {
+        send(Request.SET_VRING_ENABLE, state(index, enable ? 1 : 0));
+    }
+
+    public byte[] getConfig(int offset, int size) {
+        ByteBuffer b = payload(12 + size).putInt(offset).putInt(size).putInt(0);
+        Reply r = call(Request.GET_CONFIG, b.array());
+        byte[] out = new byte[r.payload().length - 12];
+        System.arraycopy(r.payload(), 12, out, 0, out.length);
+        return out;
+    }
+
+    public void setStatus(long status) {
+        send(Request.SET_STATUS, u64(status));
+    }
+
+    public long getStatus() {
+        return call(Request.GET_STATUS, new byte[0]).u64();
+    }
+
+    public void resetDevice() {
+        send(Request.RESET_DEVICE, new byte[0]);
+    }
+
+    @Override
+    public void close() {
+        try (arena) {
+            socket.close();
+        }
+    }
+}

@@ -1,0 +1,10 @@
+package io.virtio4j.vhost.frontend;
+
+/** The back-end refused a request (a non-zero REPLY_ACK) or answered it wrongly. */
+public final class VhostUserRequestFailedException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    public VhostUserRequestFailedException(String message) {
+        super(message);
+    }
+}
