@@ -438,6 +438,19 @@ public final class VhostUserSession implements AutoCloseable {
         Vring v = ring(m, p & ProtocolFeatures.VRING_IDX_MASK);
         checkIndexPayload(m, p);
         EventFd next = takeEventFd(m, p);
+        if (next != null) {
+            // Signal the new call eventfd once, as libvhost-user does. Used buffers published while the ring had no
+            // call eventfd would otherwise never be notified: GET_VRING_BASE closes it, and QEMU restarts a ring
+            // with SET_VRING_KICK (which starts it here) before SET_VRING_CALL, so the buffers that piled up while
+            // it was stopped are used with nobody to tell, and a guest asleep waiting for them hangs. A spurious
+            // notification is harmless: drivers re-check the used ring.
+            try {
+                next.write(1);
+            } catch (LinuxException e) {
+                next.close();
+                throw new VhostUserProtocolException(m.name(), "fd", 1, "cannot signal the call eventfd: " + e.getMessage());
+            }
+        }
         EventFd old = v.call.target();
         v.call.target(next);
         if (old != null) {
