@@ -91,11 +91,12 @@ public final class VhostUserSession implements AutoCloseable {
      * @throws VhostUserProtocolException when the request breaks the protocol; state is left consistent
      */
     public byte[] handle(Message m) throws VhostUserProtocolException {
-        Request r = Request.of(m.request());
-        if (r == null) {
-            throw new VhostUserProtocolException(m.name(), "request", Integer.toUnsignedLong(m.request()), "unknown request");
-        }
         try {
+            Request r = Request.of(m.request());
+            if (r == null) {
+                // inside the try: the descriptors an unknown request carries are closed like any others
+                throw new VhostUserProtocolException(m.name(), "request", Integer.toUnsignedLong(m.request()), "unknown request");
+            }
             return switch (r) {
                 case GET_FEATURES -> u64(offeredFeatures);
                 case SET_FEATURES -> setFeatures(m);
