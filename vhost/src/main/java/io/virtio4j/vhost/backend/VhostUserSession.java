@@ -91,11 +91,12 @@ public final class VhostUserSession implements AutoCloseable {
      * @throws VhostUserProtocolException when the request breaks the protocol; state is left consistent
      */
     public byte[] handle(Message m) throws VhostUserProtocolException {
-        Request r = Request.of(m.request());
-        if (r == null) {
-            throw new VhostUserProtocolException(m.name(), "request", Integer.toUnsignedLong(m.request()), "unknown request");
-        }
         try {
+            Request r = Request.of(m.request());
+            if (r == null) {
+                // inside the try: the descriptors an unknown request carries are closed like any others
+                throw new VhostUserProtocolException(m.name(), "request", Integer.toUnsignedLong(m.request()), "unknown request");
+            }
             return switch (r) {
                 case GET_FEATURES -> u64(offeredFeatures);
                 case SET_FEATURES -> setFeatures(m);
@@ -438,6 +439,19 @@ public final class VhostUserSession implements AutoCloseable {
         Vring v = ring(m, p & ProtocolFeatures.VRING_IDX_MASK);
         checkIndexPayload(m, p);
         EventFd next = takeEventFd(m, p);
+        if (next != null) {
+            // Signal the new call eventfd once, as libvhost-user does. Used buffers published while the ring had no
+            // call eventfd would otherwise never be notified: GET_VRING_BASE closes it, and QEMU restarts a ring
+            // with SET_VRING_KICK (which starts it here) before SET_VRING_CALL, so the buffers that piled up while
+            // it was stopped are used with nobody to tell, and a guest asleep waiting for them hangs. A spurious
+            // notification is harmless: drivers re-check the used ring.
+            try {
+                next.write(1);
+            } catch (LinuxException e) {
+                next.close();
+                throw new VhostUserProtocolException(m.name(), "fd", 1, "cannot signal the call eventfd: " + e.getMessage());
+            }
+        }
         EventFd old = v.call.target();
         v.call.target(next);
         if (old != null) {
