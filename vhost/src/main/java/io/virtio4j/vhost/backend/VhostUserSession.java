@@ -328,16 +328,26 @@ public final class VhostUserSession implements AutoCloseable {
     }
 
     /**
-     * Installs a new memory table: stops started rings (they hold translated ring addresses), swaps the table,
-     * unmaps regions no longer in it, and restarts the rings over the new table where it still maps them.
+     * Installs a new memory table. A table that no longer holds the areas of a started ring is refused before
+     * anything changes (the new mappings are dropped, the rings keep running on the old table). Otherwise the
+     * started rings stop (they hold translated addresses), the table is swapped, regions no longer in it are
+     * unmapped, and every ring that has what it needs starts over the new table.
      */
     private void replaceMemory(MemoryTable next, Map<MemoryRegion, Arena> newArenas, List<MemoryRegion> unmap)
             throws VhostUserProtocolException {
-        List<Vring> restart = new ArrayList<>();
+        for (Vring v : vrings) {
+            if (v.isStarted()) {
+                try {
+                    ringAreas(next, "memory table", v);
+                } catch (VhostUserProtocolException e) {
+                    newArenas.values().forEach(Arena::close);
+                    throw e;
+                }
+            }
+        }
         for (Vring v : vrings) {
             if (v.isStarted()) {
                 v.base = stopRing(v);
-                restart.add(v);
             }
         }
         memory = next;
@@ -349,7 +359,7 @@ public final class VhostUserSession implements AutoCloseable {
             }
         }
         VhostUserProtocolException first = null;
-        for (Vring v : restart) {
+        for (Vring v : vrings) {
             try {
                 maybeStart(v, "memory table");
             } catch (VhostUserProtocolException e) {
@@ -522,11 +532,7 @@ public final class VhostUserSession implements AutoCloseable {
         if (v.isStarted() || !v.kickSet || !v.enabled || v.num == 0 || !v.addrSet || memory.isEmpty()) {
             return;
         }
-        int q = v.num;
-        MemorySegment desc = userArea(request, v, "desc", v.descAddr, SplitLayout.descTableBytes(q), SplitLayout.DESC_ALIGN);
-        MemorySegment avail = userArea(request, v, "avail", v.availAddr, SplitLayout.availRingBytes(q), SplitLayout.AVAIL_ALIGN);
-        MemorySegment used = userArea(request, v, "used", v.usedAddr, SplitLayout.usedRingBytes(q), SplitLayout.USED_ALIGN);
-        SplitRingAreas areas = new SplitRingAreas(q, desc, avail, used);
+        SplitRingAreas areas = ringAreas(memory, request, v);
         SplitDeviceQueue queue = new SplitDeviceQueue(areas, memory.guestMemory(),
                 DeviceOptions.fromFeatures(features, options.ordering(), options.cachedAvailOnEnable()), v.call);
         try {
@@ -539,13 +545,22 @@ public final class VhostUserSession implements AutoCloseable {
         device.startQueue(v.index, v.started);
     }
 
-    private MemorySegment userArea(String request, Vring v, String name, long addr, long bytes, int align)
-            throws VhostUserProtocolException {
+    /** The ring's three areas in {@code table}, each checked to lie inside one region and be aligned. */
+    private static SplitRingAreas ringAreas(MemoryTable table, String request, Vring v) throws VhostUserProtocolException {
+        int q = v.num;
+        MemorySegment desc = userArea(table, request, v, "desc", v.descAddr, SplitLayout.descTableBytes(q), SplitLayout.DESC_ALIGN);
+        MemorySegment avail = userArea(table, request, v, "avail", v.availAddr, SplitLayout.availRingBytes(q), SplitLayout.AVAIL_ALIGN);
+        MemorySegment used = userArea(table, request, v, "used", v.usedAddr, SplitLayout.usedRingBytes(q), SplitLayout.USED_ALIGN);
+        return new SplitRingAreas(q, desc, avail, used);
+    }
+
+    private static MemorySegment userArea(MemoryTable table, String request, Vring v, String name, long addr, long bytes,
+                                          int align) throws VhostUserProtocolException {
         String field = "vring[" + v.index + "]." + name;
-        MemorySegment s = memory.userSlice(addr, bytes);
+        MemorySegment s = table.userSlice(addr, bytes);
         if (s == null) {
             throw new VhostUserProtocolException(request, field, addr, "ring area of " + bytes
-                    + " bytes is not inside one region of " + memory);
+                    + " bytes is not inside one region of " + table);
         }
         if (s.address() % align != 0) {
             throw new VhostUserProtocolException(request, field, addr, "must be " + align + "-byte aligned");
