@@ -178,8 +178,8 @@ public class RingPathBenchmark {
 
     /**
      * Driver alone, reaping what a stand-in device returned. Tokens are only in flight after a real {@code add},
-     * so the stand-in adds with LAZY publication and no kick (no barrier, no {@code avail.idx} store) and writes
-     * the used elements and {@code used.idx} directly.
+     * so the stand-in adds with EAGER publication and no kick (a device may only use published buffers, and the
+     * driver checks that) and writes the used elements and {@code used.idx} directly.
      */
     @State(Scope.Thread)
     public static class ReapState extends RingState {
@@ -189,7 +189,8 @@ public class RingPathBenchmark {
         @Setup
         public void setup() {
             open();
-            driver = ring.driver(ordering, AvailPublication.LAZY);
+            // EAGER: the stand-in device may only use buffers the driver has published, and the driver checks that
+            driver = ring.driver(ordering, AvailPublication.EAGER);
             driver.disableCallbacks(); // a polling driver: pollUsed then skips the used_event store and fence
         }
 
@@ -211,7 +212,7 @@ public class RingPathBenchmark {
 
     /**
      * Driver {@code pollUsed} until it returns null (one {@code used.idx} load per batch plus one to find it
-     * empty; id, length and token checks; free-list return). Includes the stand-in's LAZY {@code add} and used
+     * empty; id, length and token checks; free-list return). Includes the stand-in's EAGER {@code add} and used
      * element stores, which cost about as much as the reaping itself: compare with {@code cycle}.
      */
     @Benchmark
