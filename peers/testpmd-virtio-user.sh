@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Usage: peers/testpmd-virtio-user.sh --socket PATH [options]
+#
+# Runs DPDK testpmd as a virtio-user DRIVER (net_virtio_user0) against a vhost-user backend listening
+# on PATH, forwards for a fixed time (or sends an exact number of frames), stops forwarding, lets the
+# backend drain, and prints one machine-readable line on stdout:
+#
+#   RESULT role=virtio-user mode=txonly frame=64 queues=1 window_s=5.00 TX-packets=N RX-packets=N
+#          TX-dropped=N RX-dropped=N TX-bytes=N RX-bytes=N TX-pps=N RX-pps=N win-TX-packets=N win-RX-packets=N
+#
+# TX-packets/RX-packets/-bytes are the port's final counters (exact, read after forwarding stopped and
+# the backend had --drain seconds to consume what was left in the ring: they equal what a correct
+# backend counted). TX-dropped counts frames txonly could not place in a full ring (not sent, not
+# counted in TX-packets). TX-pps/RX-pps are testpmd's own TSC-timed rates over the measurement window
+# (between two "show port stats" after --warmup), win-*-packets the packets in that window.
+#
+# Options:
+#   --socket PATH         vhost-user socket (required). Client mode: the backend must listen there first;
+#                         this script waits up to --connect-timeout for it to appear.
+#   --server              virtio-user listens on PATH (devarg server=1) and the backend connects to it;
+#                         the script waits for the link to come up before forwarding.
+#   --mode M              txonly|rxonly|macswap|io (default txonly)
+#   --frame-size B        frame length for generated frames, without CRC (default 64)
+#   --queues N            queue pairs (default 1); one forwarding lcore per queue pair is NOT implied:
+#                         see --nb-cores
+#   --nb-cores N          forwarding lcores (default 1; --lcores must map 1+N lcores)
+#   --duration S          measure S seconds (default 5)
+#   --packets N           send exactly N frames instead of running for --duration: "start tx_first K"
+#                         (K = N / --burst full bursts, then one burst of the remainder); txonly drops
+#                         the frames of a burst that finds the ring full (TX-dropped), so it tops up in
+#                         further rounds until the port's TX-packets is N. Then it receives (rxonly)
+#                         for --drain s to take back echoes, stops, and reads the counters after another
+#                         --drain s. --mode must be txonly or rxonly. Adds queue_size=1024 to devargs.
+#   --warmup S            seconds between start and the first stats snapshot (default 1)
+#   --drain S             seconds between stopping forwarding and the final counters (default 1)
+#   --lcores MAP          EAL --lcores (default 0@1,1@1: main lcore and one forwarding lcore on CPU 1;
+#                         the main lcore sleeps in the command line, only the forwarding lcore spins;
+#                         with --packets the default is 0@0,1@1: tx_first makes the main lcore spin)
+#   --file-prefix NAME    EAL --file-prefix (default v4j-vu-PID)
+#   --vdev-args ARGS      extra virtio-user devargs, e.g. packed_vq=1,in_order=1,mrg_rxbuf=0,queue_size=1024
+#   --burst N             burst size (default 32)
+#   --mem MB              EAL memory (default 256)
+#   --connect-timeout S   (default 30)
+#   --log FILE            keep testpmd's full log in FILE (default: a temporary file, deleted)
+#   --ready-file FILE     touch FILE once forwarding has started (for orchestration)
+# Environment: PEERS_NO_HUGE=1 to run without hugepages (see lib.sh).
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+
+sock='' server=0 mode=txonly frame=64 queues=1 nbcores=1 duration=5 packets='' warmup=1 drain=1
+lcores=0@1,1@1 lcores_set=0 prefix="v4j-vu-$$" vdevargs='' burst=32 mem=256 ctimeout=30 keeplog='' readyfile=''
+while [ $# -gt 0 ]; do
+  case $1 in
+    --socket) sock=$2; shift 2 ;;
+    --server) server=1; shift ;;
+    --mode) mode=$2; shift 2 ;;
+    --frame-size) frame=$2; shift 2 ;;
+    --queues) queues=$2; shift 2 ;;
+    --nb-cores) nbcores=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --packets) packets=$2; shift 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
+    --drain) drain=$2; shift 2 ;;
+    --lcores) lcores=$2; lcores_set=1; shift 2 ;;
+    --file-prefix) prefix=$2; shift 2 ;;
+    --vdev-args) vdevargs=$2; shift 2 ;;
+    --burst) burst=$2; shift 2 ;;
+    --mem) mem=$2; shift 2 ;;
+    --connect-timeout) ctimeout=$2; shift 2 ;;
+    --log) keeplog=$2; shift 2 ;;
+    --ready-file) readyfile=$2; shift 2 ;;
+    -h | --help) usage ;;
+    *) peers_log "unknown argument: $1"; usage ;;
+  esac
+done
+[ -n "$sock" ] || usage
+case $mode in txonly | rxonly | macswap | io) ;; *) peers_die "bad --mode $mode" ;; esac
+command -v dpdk-testpmd >/dev/null || peers_die "dpdk-testpmd not found: run peers/install.sh"
+
+work=$(mktemp -d /tmp/v4j-vu.XXXXXX)
+peers_on_exit_rm "$work" "/var/run/dpdk/$prefix"
+log=${keeplog:-$work/testpmd.log}
+
+fwd_mode=$mode
+if [ -n "$packets" ]; then
+  [ "$packets" -gt 0 ] || peers_die "--packets must be > 0"
+  # the driver must not forward what comes back (io/macswap would send echoes again): receive only
+  case $mode in txonly | rxonly) fwd_mode=rxonly ;; *) peers_die "--packets takes --mode txonly or rxonly" ;; esac
+  [ "$lcores_set" = 1 ] || lcores=0@0,1@1
+  # more ring slack: txonly does not retry, a burst that finds the ring full is dropped (and counted)
+  case ",$vdevargs," in *,queue_size=*) ;; *) vdevargs="${vdevargs:+$vdevargs,}queue_size=1024" ;; esac
+fi
+
+if [ "$server" = 1 ]; then
+  rm -f "$sock"
+  peers_on_exit_rm "$sock"
+else
+  rc=0
+  peers_wait_socket "$sock" "$ctimeout" || rc=$?
+  [ "$rc" = 0 ] || peers_die "no vhost-user socket at $sock after ${ctimeout}s (start the backend first)"
+fi
+
+devargs="path=$sock,queues=$queues"
+[ "$server" = 1 ] && devargs+=",server=1"
+[ -n "$vdevargs" ] && devargs+=",$vdevargs"
+nmbufs=$((8192 * queues))
+[ "$nmbufs" -lt 8192 ] && nmbufs=8192
+
+# shellcheck disable=SC2046 # word splitting of the EAL memory flags is intended
+tp_open "$work" "$log" -- --lcores "$lcores" --file-prefix "$prefix" $(peers_eal_mem_args "$mem") --no-pci \
+  --vdev "net_virtio_user0,$devargs" -- -i --forward-mode="$fwd_mode" --txpkts="$frame" --burst="$burst" \
+  --nb-cores="$nbcores" --rxq="$queues" --txq="$queues" --total-num-mbufs="$nmbufs"
+tp_wait_ready 90
+
+if [ "$server" = 1 ]; then
+  rc=0
+  tp_wait_link_up "$ctimeout" || rc=$?
+  [ "$rc" = 0 ] || peers_die "link not up within ${ctimeout}s: no backend connected to $sock"
+fi
+
+rounds=0
+if [ -n "$packets" ]; then
+  # tx_first runs one txonly burst per launch of the forwarding lcore and waits for it on the main
+  # lcore, which spins: the two must be on different CPUs (see --lcores default for --packets).
+  # txonly does not retry: frames of a burst that finds the ring full are dropped (counted in the
+  # forward statistics, not in the port's TX-packets). Top up until the port has sent exactly N.
+  t0=$(peers_now)
+  sent=0
+  while [ "$sent" -lt "$packets" ]; do
+    rounds=$((rounds + 1))
+    [ "$rounds" -le 50 ] || peers_die "could not send $packets frames in 50 rounds (sent $sent)"
+    d=$((packets - sent))
+    b=$burst
+    [ "$d" -lt "$b" ] && b=$d   # the bulk in full bursts, the remainder in one burst of its size
+    tp_cmd "set burst $b" || peers_die "testpmd died"
+    tp_cmd "start tx_first $((d / b))" || peers_die "testpmd died"
+    tp_sync 600 || peers_die "start tx_first did not complete (log: $log)"
+    tp_stop_fwd 30 || peers_die "stop did not complete"
+    s=$(tp_show_stats 10) || peers_die "testpmd died"
+    sent=$(peers_field TX-packets "$(tp_parse_block "$s" "$log")")
+  done
+  [ "$sent" -eq "$packets" ] || peers_die "sent $sent frames, more than $packets"
+  # now receive what the backend sends back (macswap/io) for --drain seconds
+  tp_cmd "set burst $burst" || true
+  tp_cmd start || peers_die "testpmd died"
+  [ -n "$readyfile" ] && touch "$readyfile"
+  a=$(tp_show_stats 10) || peers_die "testpmd died"
+  sleep "$drain"
+  b=$(tp_show_stats 10) || peers_die "testpmd died"
+  window=$(peers_elapsed "$t0")
+else
+  tp_cmd start || peers_die "testpmd died"
+  tp_wait_count 'packet forwarding packets/burst=|Packet forwarding already started' 1 30 ||
+    peers_die "forwarding did not start (log: $log)"
+  [ -n "$readyfile" ] && touch "$readyfile"
+  sleep "$warmup"
+  a=$(tp_show_stats 10) || peers_die "testpmd died"
+  t0=$(peers_now)
+  sleep "$duration"
+  b=$(tp_show_stats 10) || peers_die "testpmd died"
+  window=$(peers_elapsed "$t0")
+fi
+
+tp_stop_fwd 30 || peers_die "stop did not complete"
+sleep "$drain"
+final=$(tp_show_stats 10) || peers_die "testpmd died"
+tp_quit 30
+
+A=$(tp_parse_block "$a" "$log")
+B=$(tp_parse_block "$b" "$log")
+F=$(tp_parse_block "$final" "$log")
+W=$(tp_parse_fwd_sum "$log")
+wtx=$(($(peers_field TX-packets "$B") - $(peers_field TX-packets "$A")))
+wrx=$(($(peers_field RX-packets "$B") - $(peers_field RX-packets "$A")))
+printf 'RESULT role=virtio-user mode=%s frame=%s queues=%s rounds=%s window_s=%s TX-packets=%s RX-packets=%s TX-dropped=%s RX-dropped=%s TX-bytes=%s RX-bytes=%s TX-pps=%s RX-pps=%s win-TX-packets=%s win-RX-packets=%s RX-missed=%s RX-nombuf=%s\n' \
+  "$mode" "$frame" "$queues" "$rounds" "$window" \
+  "$(peers_field TX-packets "$F")" "$(peers_field RX-packets "$F")" \
+  "$(peers_field FWD-TX-dropped "$W")" "$(peers_field FWD-RX-dropped "$W")" \
+  "$(peers_field TX-bytes "$F")" "$(peers_field RX-bytes "$F")" \
+  "$(peers_field Tx-pps "$B")" "$(peers_field Rx-pps "$B")" "$wtx" "$wrx" \
+  "$(peers_field RX-missed "$F")" "$(peers_field RX-nombuf "$F")"
