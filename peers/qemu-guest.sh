@@ -8,7 +8,8 @@
 # or a custom script), prints its eth0 counters, and powers off. Prints on stdout:
 #
 #   GUEST tx_packets=N rx_packets=N tx_bytes=N rx_bytes=N tx_dropped=N rx_dropped=N pre_tx=N pre_rx=N
-#         ping_sent=N pktgen_sent=N expected_tx=N boot_s=S total_s=S
+#         ping_sent=N pktgen_sent=N expected_tx=N boot_s=S qemu_s=S total_s=S txqs=N packed=0|1
+#         event_idx=0|1 mrg_rxbuf=0|1 features=<the device's negotiated feature bits, bit 0 first>
 #   BACKEND RESULT ...      (with --backend-cmd, the backend's own RESULT line if it printed one)
 #   CHECK ok|FAIL ...       (with --backend-cmd and a RESULT line: guest tx == backend RX, backend TX ==
 #                           guest rx, and guest tx == expected_tx)
@@ -17,7 +18,8 @@
 #
 # Options:
 #   --socket PATH        vhost-user socket (required). QEMU connects to it as a client (backend listens)
-#   --server             QEMU listens on PATH (server=on, waits for the backend to connect)
+#   --server             QEMU listens on PATH (server=on,wait=on: the guest starts once the backend has
+#                        connected); a --backend-cmd is then started after QEMU and must connect as client
 #   --backend-cmd CMD    start this backend first ({sock} and {cpu} are replaced), stop it with SIGTERM
 #                        after the guest is off, print its RESULT line. E.g.
 #                        'peers/testpmd-vhost.sh --socket {sock} --mode rxonly --lcores 0@{cpu},1@{cpu}'
@@ -127,6 +129,7 @@ while [ "$(cat /sys/class/net/eth0/operstate)" != up ]; do
   i=$((i + 1)); [ $i -le 200 ] || die "eth0 not up"; sleep 0.05
 done
 say "net up uptime=$(cut -d' ' -f1 /proc/uptime)"
+echo "V4J-DEVICE features=$(cat /sys/class/net/eth0/device/features) txqs=$(ls -d /sys/class/net/eth0/queues/tx-* | wc -l) rxqs=$(ls -d /sys/class/net/eth0/queues/rx-* | wc -l)"
 sleep 0.2
 counters pre
 if [ "$PING" -gt 0 ]; then
@@ -172,10 +175,13 @@ EOF
 "$PEERS_DIR/install.sh" initramfs "$work/init" "$work/initramfs.cpio"
 
 # ------------------------------------------------------------------------------------- the backend
-if [ -n "$backend_cmd" ]; then
-  [ "$server" = 0 ] || peers_die "--backend-cmd with --server is not supported (start the backend yourself)"
+# client mode (default): the backend listens first, QEMU connects. --server: QEMU listens (and waits
+# for the connection before starting the guest), then the backend is started and connects.
+if [ -n "$backend_cmd" ] || [ "$server" = 1 ]; then
   rm -f "$sock"
   peers_on_exit_rm "$sock"
+fi
+if [ -n "$backend_cmd" ] && [ "$server" = 0 ]; then
   peers_backend_start "$backend_cmd" "$sock" "$backend_cpu" "$work/backend"
 elif [ "$server" = 0 ]; then
   rc=0
@@ -203,6 +209,12 @@ PEERS_LOG=$work/qemu.log peers_spawn "${qemu[@]}"
 qpid=$PEERS_LAST_PID
 peers_log "qemu pid $qpid: ${qemu[*]}"
 t_qemu=$(peers_now)
+if [ "$server" = 1 ]; then
+  rc=0
+  peers_wait_socket "$sock" 30 "$qpid" || rc=$?
+  [ "$rc" = 0 ] || { cat "$work/qemu.log" >&2; peers_die "QEMU did not create $sock"; }
+  [ -z "$backend_cmd" ] || peers_backend_start "$backend_cmd" "$sock" "$backend_cpu" "$work/backend"
+fi
 if ! peers_wait_gone "$qpid" "$timeout"; then
   peers_log "guest did not power off within ${timeout}s; console tail:"
   tail -n 30 "$console" >&2
@@ -212,6 +224,7 @@ if ! peers_wait_gone "$qpid" "$timeout"; then
 fi
 qrc=0
 wait "$qpid" || qrc=$?
+qemu_s=$(peers_elapsed "$t_qemu")
 total=$(peers_elapsed "$t_start")
 if [ "$qrc" != 0 ]; then
   cat "$work/qemu.log" >&2
@@ -226,6 +239,9 @@ if grep -q '^V4J: FAIL' "$console" || ! grep -q '^V4J-COUNTERS final' "$console"
   exit 1
 fi
 field() { grep -E "^$1" "$console" | tail -n 1 | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'; }
+features=$(sed -n 's/^V4J-DEVICE features=\([01]*\).*/\1/p' "$console")
+txqs=$(field V4J-DEVICE txqs)
+bit() { [ "${features:$1:1}" = 1 ] && echo 1 || echo 0; }   # sysfs lists feature bit 0 first
 boot=$(sed -n 's/^V4J: net up uptime=\([0-9.]*\).*/\1/p' "$console")
 ping_sent=$(sed -n 's/^V4J-PING-SENT \([0-9]*\).*/\1/p' "$console")
 pktgen_sent=$(sed -n 's/^V4J-PKTGEN-SENT \([0-9]*\).*/\1/p' "$console")
@@ -233,11 +249,12 @@ pktgen_sent=${pktgen_sent:-0}
 tx=$(field 'V4J-COUNTERS final' tx_packets)
 rx=$(field 'V4J-COUNTERS final' rx_packets)
 expected=$((ping_sent + pktgen_sent))
-printf 'GUEST tx_packets=%s rx_packets=%s tx_bytes=%s rx_bytes=%s tx_dropped=%s rx_dropped=%s pre_tx=%s pre_rx=%s ping_sent=%s pktgen_sent=%s expected_tx=%s boot_s=%s qemu_s=%s total_s=%s\n' \
+printf 'GUEST tx_packets=%s rx_packets=%s tx_bytes=%s rx_bytes=%s tx_dropped=%s rx_dropped=%s pre_tx=%s pre_rx=%s ping_sent=%s pktgen_sent=%s expected_tx=%s boot_s=%s qemu_s=%s total_s=%s txqs=%s packed=%s event_idx=%s mrg_rxbuf=%s features=%s\n' \
   "$tx" "$rx" "$(field 'V4J-COUNTERS final' tx_bytes)" "$(field 'V4J-COUNTERS final' rx_bytes)" \
   "$(field 'V4J-COUNTERS final' tx_dropped)" "$(field 'V4J-COUNTERS final' rx_dropped)" \
   "$(field 'V4J-COUNTERS pre' tx_packets)" "$(field 'V4J-COUNTERS pre' rx_packets)" \
-  "$ping_sent" "$pktgen_sent" "$expected" "${boot:-?}" "$(peers_elapsed "$t_qemu")" "$total"
+  "$ping_sent" "$pktgen_sent" "$expected" "${boot:-?}" "$qemu_s" "$total" \
+  "$txqs" "$(bit 34)" "$(bit 29)" "$(bit 15)" "$features"
 grep -E '^V4J-(PING|PKTGEN)' "$console" | sed 's/^/# /' >&2 || true
 
 status=0

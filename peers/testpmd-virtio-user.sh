@@ -14,9 +14,26 @@
 # counted in TX-packets). TX-pps/RX-pps are testpmd's own TSC-timed rates over the measurement window
 # (between two "show port stats" after --warmup), win-*-packets the packets in that window.
 #
+# With --backend-cmd it also starts the backend, stops it (SIGTERM) after the run and, when the backend
+# prints its own "RESULT ... RX-packets=N TX-packets=N" line, prints it as "BACKEND RESULT ..." and
+#   CHECK ok|FAIL driver_tx=N backend_rx=N backend_tx=N driver_rx=N
+# ok when driver TX == backend RX and (see --check) backend TX == driver RX, and with --packets N driver
+# TX == N; exit 1 on FAIL. A direction is exact only when its sender stops first and its receiver keeps
+# polling meanwhile. Driver -> backend: the driver stops, the backend drains, then it is stopped. The
+# other way that holds only with --packets (the driver receives for --drain s after the last frame it
+# sent): in --duration mode a txonly driver never reads its RX ring, and frames that a backend which
+# generates by itself (testpmd txonly) puts in the ring after the driver stopped are counted as sent
+# and never as received. A backend that never reads (txonly) needs --check none.
+#
 # Options:
-#   --socket PATH         vhost-user socket (required). Client mode: the backend must listen there first;
-#                         this script waits up to --connect-timeout for it to appear.
+#   --socket PATH         vhost-user socket (required unless --backend-cmd: then a temporary path).
+#                         Client mode: the backend must listen there first; this script waits up to
+#                         --connect-timeout for it to appear.
+#   --backend-cmd CMD     start this backend first ({sock} and {cpu} are replaced; see lib.sh for the
+#                         contract), e.g. 'peers/testpmd-vhost.sh --socket {sock} --lcores 0@{cpu},1@{cpu}'
+#   --backend-cpu N       CPU for the backend (default 0; taskset)
+#   --check auto|tx|both|none   directions the CHECK compares (default auto: both with --packets, else
+#                         tx, i.e. driver TX == backend RX only)
 #   --server              virtio-user listens on PATH (devarg server=1) and the backend connects to it;
 #                         the script waits for the link to come up before forwarding.
 #   --mode M              txonly|rxonly|macswap|io (default txonly)
@@ -50,12 +67,15 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
-sock='' server=0 mode=txonly frame=64 queues=1 nbcores=1 duration=5 packets='' warmup=1 drain=1
+sock='' backend_cmd='' backend_cpu=0 check=auto server=0 mode=txonly frame=64 queues=1 nbcores=1 duration=5 packets='' warmup=1 drain=1
 lcores=0@1,1@1 lcores_set=0 prefix="v4j-vu-$$" vdevargs='' burst=32 mem=256 ctimeout=30 keeplog='' readyfile=''
 while [ $# -gt 0 ]; do
   case $1 in
     --socket) sock=$2; shift 2 ;;
     --server) server=1; shift ;;
+    --backend-cmd) backend_cmd=$2; shift 2 ;;
+    --backend-cpu) backend_cpu=$2; shift 2 ;;
+    --check) check=$2; shift 2 ;;
     --mode) mode=$2; shift 2 ;;
     --frame-size) frame=$2; shift 2 ;;
     --queues) queues=$2; shift 2 ;;
@@ -76,12 +96,15 @@ while [ $# -gt 0 ]; do
     *) peers_log "unknown argument: $1"; usage ;;
   esac
 done
-[ -n "$sock" ] || usage
 case $mode in txonly | rxonly | macswap | io) ;; *) peers_die "bad --mode $mode" ;; esac
 command -v dpdk-testpmd >/dev/null || peers_die "dpdk-testpmd not found: run peers/install.sh"
 
 work=$(mktemp -d /tmp/v4j-vu.XXXXXX)
 peers_on_exit_rm "$work" "/var/run/dpdk/$prefix"
+if [ -z "$sock" ]; then
+  [ -n "$backend_cmd" ] || usage
+  sock=$work/vhost.sock
+fi
 log=${keeplog:-$work/testpmd.log}
 
 fwd_mode=$mode
@@ -94,10 +117,15 @@ if [ -n "$packets" ]; then
   case ",$vdevargs," in *,queue_size=*) ;; *) vdevargs="${vdevargs:+$vdevargs,}queue_size=1024" ;; esac
 fi
 
-if [ "$server" = 1 ]; then
+# client mode (default): the backend listens first, testpmd connects. --server: testpmd listens, then
+# the backend is started and connects.
+if [ "$server" = 1 ] || [ -n "$backend_cmd" ]; then
   rm -f "$sock"
   peers_on_exit_rm "$sock"
-else
+fi
+if [ "$server" = 0 ] && [ -n "$backend_cmd" ]; then
+  peers_backend_start "$backend_cmd" "$sock" "$backend_cpu" "$work/backend"
+elif [ "$server" = 0 ]; then
   rc=0
   peers_wait_socket "$sock" "$ctimeout" || rc=$?
   [ "$rc" = 0 ] || peers_die "no vhost-user socket at $sock after ${ctimeout}s (start the backend first)"
@@ -113,6 +141,12 @@ nmbufs=$((8192 * queues))
 tp_open "$work" "$log" -- --lcores "$lcores" --file-prefix "$prefix" $(peers_eal_mem_args "$mem") --no-pci \
   --vdev "net_virtio_user0,$devargs" -- -i --forward-mode="$fwd_mode" --txpkts="$frame" --burst="$burst" \
   --nb-cores="$nbcores" --rxq="$queues" --txq="$queues" --total-num-mbufs="$nmbufs"
+if [ "$server" = 1 ] && [ -n "$backend_cmd" ]; then
+  rc=0
+  peers_wait_socket "$sock" 90 "$TP_PID" || rc=$?
+  [ "$rc" = 0 ] || { tail -n 20 "$log" >&2; peers_die "testpmd did not create $sock"; }
+  peers_backend_start "$backend_cmd" "$sock" "$backend_cpu" "$work/backend"
+fi
 tp_wait_ready 90
 
 if [ "$server" = 1 ]; then
@@ -182,3 +216,28 @@ printf 'RESULT role=virtio-user mode=%s frame=%s queues=%s rounds=%s window_s=%s
   "$(peers_field TX-bytes "$F")" "$(peers_field RX-bytes "$F")" \
   "$(peers_field Tx-pps "$B")" "$(peers_field Rx-pps "$B")" "$wtx" "$wrx" \
   "$(peers_field RX-missed "$F")" "$(peers_field RX-nombuf "$F")"
+
+if [ -n "$backend_cmd" ]; then
+  bres=$(peers_backend_stop)
+  if [ -z "$bres" ]; then
+    echo "CHECK n/a the backend printed no RESULT line"
+    exit 0
+  fi
+  echo "BACKEND $bres"
+  dtx=$(peers_field TX-packets "$F") drx=$(peers_field RX-packets "$F")
+  brx=$(peers_field RX-packets "$bres") btx=$(peers_field TX-packets "$bres")
+  # the backend -> driver direction is closed (exact) only with --packets: see the header
+  if [ "$check" = auto ]; then
+    if [ -n "$packets" ]; then check=both; else check=tx; fi
+  fi
+  verdict=ok
+  case $check in
+    none) verdict=skipped ;;
+    tx) [ "$dtx" = "$brx" ] || verdict=FAIL ;;
+    both) { [ "$dtx" = "$brx" ] && [ "$drx" = "$btx" ]; } || verdict=FAIL ;;
+    *) peers_die "bad --check $check" ;;
+  esac
+  [ -z "$packets" ] || [ "$dtx" = "$packets" ] || verdict=FAIL
+  echo "CHECK $verdict ($check) driver_tx=$dtx backend_rx=$brx backend_tx=$btx driver_rx=$drx"
+  [ "$verdict" != FAIL ] || exit 1
+fi
