@@ -48,6 +48,11 @@
 #                         further rounds until the port's TX-packets is N. Then it receives (rxonly)
 #                         for --drain s to take back echoes, stops, and reads the counters after another
 #                         --drain s. --mode must be txonly or rxonly. Adds queue_size=1024 to devargs.
+#   --round-frames R      with --packets: at most R frames per tx_first round (default 0: no limit).
+#                         Frames sent back are only read between rounds (tx_first sends its bursts
+#                         before forwarding starts), so with an echoing backend a limit below the RX
+#                         ring size (e.g. 512) gets nearly every echo back instead of a ring's worth
+#                         (each round costs ~0.2 s)
 #   --warmup S            seconds between start and the first stats snapshot (default 1)
 #   --drain S             seconds between stopping forwarding and the final counters (default 1)
 #   --lcores MAP          EAL --lcores (default 0@1,1@1: main lcore and one forwarding lcore on CPU 1;
@@ -67,7 +72,7 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
-sock='' backend_cmd='' backend_cpu=0 check=auto server=0 mode=txonly frame=64 queues=1 nbcores=1 duration=5 packets='' warmup=1 drain=1
+sock='' backend_cmd='' backend_cpu=0 check=auto server=0 mode=txonly frame=64 queues=1 nbcores=1 duration=5 packets='' round_frames=0 warmup=1 drain=1
 lcores=0@1,1@1 lcores_set=0 prefix="v4j-vu-$$" vdevargs='' burst=32 mem=256 ctimeout=30 keeplog='' readyfile=''
 while [ $# -gt 0 ]; do
   case $1 in
@@ -82,6 +87,7 @@ while [ $# -gt 0 ]; do
     --nb-cores) nbcores=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --packets) packets=$2; shift 2 ;;
+    --round-frames) round_frames=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --drain) drain=$2; shift 2 ;;
     --lcores) lcores=$2; lcores_set=1; shift 2 ;;
@@ -163,10 +169,13 @@ if [ -n "$packets" ]; then
   # forward statistics, not in the port's TX-packets). Top up until the port has sent exactly N.
   t0=$(peers_now)
   sent=0
+  max_rounds=50
+  [ "$round_frames" -gt 0 ] && max_rounds=$((max_rounds + 2 * packets / round_frames))
   while [ "$sent" -lt "$packets" ]; do
     rounds=$((rounds + 1))
-    [ "$rounds" -le 50 ] || peers_die "could not send $packets frames in 50 rounds (sent $sent)"
+    [ "$rounds" -le "$max_rounds" ] || peers_die "could not send $packets frames in $max_rounds rounds (sent $sent)"
     d=$((packets - sent))
+    [ "$round_frames" -gt 0 ] && [ "$d" -gt "$round_frames" ] && d=$round_frames
     b=$burst
     [ "$d" -lt "$b" ] && b=$d   # the bulk in full bursts, the remainder in one burst of its size
     tp_cmd "set burst $b" || peers_die "testpmd died"
