@@ -11,8 +11,12 @@
 # two "show port stats" taken --warmup and --warmup+--duration seconds after start): frames the backend
 # took from a full ring, i.e. the backend's receive throughput. After each run the driver's final
 # TX-packets is compared with the backend's RESULT RX-packets when it prints one (exact=yes|no|n/a).
-# Before each run: CPU busy % of the idle machine over 1 s (other load) and a cache-line ping-pong
-# probe between the two CPUs (near ~165 ns / far ~680 ns on this kind of machine).
+# Before each run: CPU busy % of the machine over 1 s while nothing of ours runs (other load) and a
+# cache-line ping-pong probe between the two CPUs (near ~165 ns / far ~680 ns on this kind of machine;
+# after the run too). During the run: driver_cpu = CPUs' worth of time the driver's testpmd got in the
+# window, backend_cpu = the same for the backend's whole process tree over its life (start-up and the
+# driver's start-up included, so below the window's figure); both ~1.00 when each spinning peer had
+# its CPU to itself. A run whose figures are well below 1 measured the other load, not the backend.
 #
 # Output: one "RUN ..." line per run, then per size "SUMMARY size=.. A_median_pps=.. A_min=.. A_max=..
 # B_median_pps=.. B_min=.. B_max=.. ratio_B_over_A=.. paired_ratio_min=.. paired_ratio_max=..".
@@ -82,15 +86,19 @@ busy() {
 }
 
 run_one() {   # run_one LABEL TEMPLATE SIZE REP
-  local label=$1 tmpl=$2 size=$3 rep=$4 sock res bres pps tx brx exact b p0 p1 rc=0
+  local label=$1 tmpl=$2 size=$3 rep=$4 sock res bres pps tx brx exact b p0 p1 bt0 bc0 bc1 bcpu rc=0
   sock="$work/vhost-$label-$size-$rep.sock"
   b=$(busy)
   p0=$(probe)
   peers_backend_start "$tmpl" "$sock" "$backend_cpu" "$work/backend-$label-$size-$rep"
+  bt0=$(peers_now)
+  bc0=$(peers_tree_cputicks "$BACKEND_PID")
   # shellcheck disable=SC2086 # driver_args is a list of words
   res=$("$PEERS_DIR/testpmd-virtio-user.sh" --socket "$sock" --mode txonly --frame-size "$size" \
     --duration "$duration" --warmup "$warmup" --lcores "0@$driver_cpu,1@$driver_cpu" \
     --file-prefix "v4j-bench-vu-$$" $driver_args 2>"$work/driver.err") || rc=$?
+  bc1=$(peers_tree_cputicks "$BACKEND_PID")
+  bcpu=$(awk -v c="$((bc1 - bc0))" -v hz="$(peers_clk_tck)" -v w="$(peers_elapsed "$bt0")" 'BEGIN { printf "%.2f", (w > 0 ? c / hz / w : 0) }')
   bres=$(peers_backend_stop)
   rm -f "$sock"
   p1=$(probe)
@@ -103,7 +111,7 @@ run_one() {   # run_one LABEL TEMPLATE SIZE REP
   brx=$(peers_field RX-packets "$bres")
   exact=n/a
   if [ -n "$brx" ]; then if [ "$brx" = "$tx" ]; then exact=yes; else exact=no; fi; fi
-  emit "RUN size=$size rep=$rep backend=$label pps=$pps window_pkts=$(peers_field win-TX-packets "$res") tx_total=$tx backend_rx=${brx:-na} exact=$exact tx_ring_full=$(peers_field TX-dropped "$res") busy_before=${b}% probe_ns=$p0/$p1"
+  emit "RUN size=$size rep=$rep backend=$label pps=$pps window_pkts=$(peers_field win-TX-packets "$res") tx_total=$tx backend_rx=${brx:-na} exact=$exact tx_ring_full=$(peers_field TX-dropped "$res") driver_cpu=$(peers_field cpu "$res") backend_cpu=$bcpu busy_before=${b}% probe_ns=$p0/$p1"
   [ "$exact" != no ] || peers_log "WARNING: driver sent $tx frames, backend counted $brx"
   echo "$pps" >>"$work/pps-$label-$size"
 }

@@ -91,6 +91,17 @@ peers_wait_socket() {
   done
 }
 
+# CPU time (clock ticks, user+system, all threads) of one process, or of a process tree: tells how much CPU a spinning peer actually got while other load shares the machine.
+peers_cputicks() {
+  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+peers_tree_cputicks() {   # a process and all its descendants (they may have their own sessions)
+  for f in /proc/[0-9]*/stat; do cat "$f" 2>/dev/null; done |
+    awk -v root="$1" '{ pid = $1; sub(/^.*\) /, ""); pp[pid] = $2; t[pid] = $12 + $13 }
+      END { for (p in t) { q = p; while (q != "" && q != 0 && q != root) q = pp[q]; if (q == root) s += t[p] } print s + 0 }'
+}
+peers_clk_tck() { getconf CLK_TCK; }
+
 # Seconds (float) since the epoch, for timing.
 peers_now() { date +%s.%N; }
 peers_elapsed() { awk -v a="$1" -v b="$(peers_now)" 'BEGIN { printf "%.2f", b - a }'; }
@@ -99,20 +110,26 @@ peers_elapsed() { awk -v a="$1" -v b="$(peers_now)" 'BEGIN { printf "%.2f", b - 
 peers_hugepages_free() { awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo; }
 peers_hugepages_mounted() { awk '$3 == "hugetlbfs" { f = 1 } END { exit !f }' /proc/mounts; }
 
-# EAL memory arguments: hugepages in memory (no files, nothing to clean) when available, else
-# --no-huge (anonymous memory is not shareable, so only for processes that do not need vhost-user
-# memory sharing; virtio-user does need it).
+# EAL memory arguments. Default: 2 MiB hugepages, in memory (--in-memory: no hugepage files and no
+# /var/run/dpdk state to clean up), one file descriptor per segment list (--single-file-segments:
+# otherwise virtio-user fails with "Too many memory regions"). PEERS_NO_HUGE=1 forces --no-huge
+# (DPDK 22.11 then backs memory with a memfd, which virtio-user can still share), and that is also the
+# fallback, with a warning, when too few hugepages are free (PEERS_NO_HUGE=0 makes that an error).
 peers_eal_mem_args() {
-  local mb=${1:-256}
-  if [ "${PEERS_NO_HUGE:-0}" = 1 ]; then
-    echo "--no-huge --no-shconf -m $mb"
-    return
+  local mb=${1:-256} free need
+  need=$(((mb + 1) / 2))
+  if [ "${PEERS_NO_HUGE:-auto}" != 1 ]; then
+    free=0
+    peers_hugepages_mounted && free=$(peers_hugepages_free)
+    if [ "${free:-0}" -ge "$need" ]; then
+      echo "--in-memory --single-file-segments -m $mb"
+      return
+    fi
+    [ "${PEERS_NO_HUGE:-auto}" = 0 ] &&
+      peers_die "need $need free 2 MiB hugepages (and hugetlbfs mounted), have ${free:-0}: run peers/install.sh hugepages"
+    peers_log "WARNING: only ${free:-0} free hugepages (need $need): running with --no-huge (slower; peers/install.sh hugepages)"
   fi
-  peers_hugepages_mounted || peers_die "no hugetlbfs mounted: run peers/install.sh hugepages"
-  local free need=$(((mb + 1) / 2))
-  free=$(peers_hugepages_free)
-  [ "${free:-0}" -ge "$need" ] || peers_die "need $need free 2 MiB hugepages, have ${free:-0}: run peers/install.sh hugepages"
-  echo "--in-memory --single-file-segments -m $mb"
+  echo "--no-huge --no-shconf -m $mb"
 }
 
 # ------------------------------------------------------------------------------------ testpmd session

@@ -6,9 +6,10 @@
 # reads the final port counters and prints one machine-readable line on stdout:
 #
 #   RESULT role=vhost mode=rxonly queues=1 RX-packets=N TX-packets=N RX-dropped=N TX-dropped=N
-#          RX-bytes=N TX-bytes=N RX-missed=N
+#          RX-bytes=N TX-bytes=N RX-missed=N cpu=C
 #
-# RX = frames the backend took from the front-end's TX ring(s), TX = frames it put into the front-end's
+# cpu = CPUs' worth of time testpmd got while forwarding (its forwarding lcore spins: ~1.00 alone on
+# its CPU). RX = frames the backend took from the front-end's TX ring(s), TX = frames it put into the front-end's
 # RX ring(s); TX-dropped = frames it wanted to send but found no room for (front-end RX ring full).
 #
 # Options:
@@ -26,6 +27,8 @@
 #   --mem MB             EAL memory (default 256)
 #   --log FILE           keep testpmd's log in FILE (default: temporary, deleted)
 #   --ready-file FILE    touch FILE once the socket exists and forwarding runs
+# Environment: PEERS_NO_HUGE=1 to run without hugepages, 0 to insist on them (default: hugepages when
+# enough are free, else --no-huge with a warning; see lib.sh).
 # Stop it with SIGTERM (or SIGINT) to the script's pid: it then prints the RESULT line and exits 0.
 # A shell without job control starts background jobs with SIGINT ignored, and an ignored signal cannot
 # be trapped: use SIGTERM from scripts.
@@ -73,8 +76,9 @@ devargs="iface=$sock,queues=$queues"
 [ -n "$vdevargs" ] && devargs+=",$vdevargs"
 nmbufs=$((8192 * queues))
 
-# shellcheck disable=SC2046 # word splitting of the EAL memory flags is intended
-tp_open "$work" "$log" -- --lcores "$lcores" --file-prefix "$prefix" $(peers_eal_mem_args "$mem") --no-pci \
+memargs=$(peers_eal_mem_args "$mem") || exit 1
+# shellcheck disable=SC2086 # word splitting of the EAL memory flags is intended
+tp_open "$work" "$log" -- --lcores "$lcores" --file-prefix "$prefix" $memargs --no-pci \
   --vdev "net_vhost0,$devargs" -- -i --forward-mode="$mode" --txpkts="$frame" \
   --nb-cores="$nbcores" --rxq="$queues" --txq="$queues" --total-num-mbufs="$nmbufs"
 tp_wait_ready 90
@@ -87,6 +91,8 @@ fi
 [ -n "$readyfile" ] && touch "$readyfile"
 peers_log "vhost backend ready on $sock (mode $mode)"
 
+t0=$(peers_now)
+c0=$(peers_cputicks "$TP_PID")
 deadline=''
 [ -n "$duration" ] && deadline=$(($(date +%s) + duration))
 while [ "$stop_requested" = 0 ]; do
@@ -95,12 +101,14 @@ while [ "$stop_requested" = 0 ]; do
   sleep 0.2
 done
 
+c1=$(peers_cputicks "$TP_PID")
+cpu=$(awk -v c="$((c1 - c0))" -v hz="$(peers_clk_tck)" -v w="$(peers_elapsed "$t0")" 'BEGIN { printf "%.2f", (w > 0 ? c / hz / w : 0) }')
 tp_stop_fwd 30 || peers_die "stop did not complete"
 final=$(tp_show_stats 10) || peers_die "testpmd died"
 tp_quit 30
 F=$(tp_parse_block "$final" "$log")
 W=$(tp_parse_fwd "$log")
-printf 'RESULT role=vhost mode=%s queues=%s RX-packets=%s TX-packets=%s RX-dropped=%s TX-dropped=%s RX-bytes=%s TX-bytes=%s RX-missed=%s\n' \
+printf 'RESULT role=vhost mode=%s queues=%s RX-packets=%s TX-packets=%s RX-dropped=%s TX-dropped=%s RX-bytes=%s TX-bytes=%s RX-missed=%s cpu=%s\n' \
   "$mode" "$queues" "$(peers_field RX-packets "$F")" "$(peers_field TX-packets "$F")" \
   "$(peers_field FWD-RX-dropped "$W")" "$(peers_field FWD-TX-dropped "$W")" \
-  "$(peers_field RX-bytes "$F")" "$(peers_field TX-bytes "$F")" "$(peers_field RX-missed "$F")"
+  "$(peers_field RX-bytes "$F")" "$(peers_field TX-bytes "$F")" "$(peers_field RX-missed "$F")" "$cpu"

@@ -12,7 +12,9 @@
 # the backend had --drain seconds to consume what was left in the ring: they equal what a correct
 # backend counted). TX-dropped counts frames txonly could not place in a full ring (not sent, not
 # counted in TX-packets). TX-pps/RX-pps are testpmd's own TSC-timed rates over the measurement window
-# (between two "show port stats" after --warmup), win-*-packets the packets in that window.
+# (between two "show port stats" after --warmup), win-*-packets the packets in that window, and cpu the
+# CPUs' worth of time testpmd got in it (its forwarding lcore spins: ~1.00 when it had a CPU to itself,
+# less when other load on the machine took some).
 #
 # With --backend-cmd it also starts the backend, stops it (SIGTERM) after the run and, when the backend
 # prints its own "RESULT ... RX-packets=N TX-packets=N" line, prints it as "BACKEND RESULT ..." and
@@ -65,7 +67,8 @@
 #   --connect-timeout S   (default 30)
 #   --log FILE            keep testpmd's full log in FILE (default: a temporary file, deleted)
 #   --ready-file FILE     touch FILE once forwarding has started (for orchestration)
-# Environment: PEERS_NO_HUGE=1 to run without hugepages (see lib.sh).
+# Environment: PEERS_NO_HUGE=1 to run without hugepages, 0 to insist on them (default: hugepages when
+# enough are free, else --no-huge with a warning; see lib.sh).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -143,8 +146,9 @@ devargs="path=$sock,queues=$queues"
 nmbufs=$((8192 * queues))
 [ "$nmbufs" -lt 8192 ] && nmbufs=8192
 
-# shellcheck disable=SC2046 # word splitting of the EAL memory flags is intended
-tp_open "$work" "$log" -- --lcores "$lcores" --file-prefix "$prefix" $(peers_eal_mem_args "$mem") --no-pci \
+memargs=$(peers_eal_mem_args "$mem") || exit 1
+# shellcheck disable=SC2086 # word splitting of the EAL memory flags is intended
+tp_open "$work" "$log" -- --lcores "$lcores" --file-prefix "$prefix" $memargs --no-pci \
   --vdev "net_virtio_user0,$devargs" -- -i --forward-mode="$fwd_mode" --txpkts="$frame" --burst="$burst" \
   --nb-cores="$nbcores" --rxq="$queues" --txq="$queues" --total-num-mbufs="$nmbufs"
 if [ "$server" = 1 ] && [ -n "$backend_cmd" ]; then
@@ -161,7 +165,7 @@ if [ "$server" = 1 ]; then
   [ "$rc" = 0 ] || peers_die "link not up within ${ctimeout}s: no backend connected to $sock"
 fi
 
-rounds=0
+rounds=0 cpu=na
 if [ -n "$packets" ]; then
   # tx_first runs one txonly burst per launch of the forwarding lcore and waits for it on the main
   # lcore, which spins: the two must be on different CPUs (see --lcores default for --packets).
@@ -202,9 +206,12 @@ else
   sleep "$warmup"
   a=$(tp_show_stats 10) || peers_die "testpmd died"
   t0=$(peers_now)
+  c0=$(peers_cputicks "$TP_PID")
   sleep "$duration"
   b=$(tp_show_stats 10) || peers_die "testpmd died"
+  c1=$(peers_cputicks "$TP_PID")
   window=$(peers_elapsed "$t0")
+  cpu=$(awk -v c="$((c1 - c0))" -v hz="$(peers_clk_tck)" -v w="$window" 'BEGIN { printf "%.2f", (w > 0 ? c / hz / w : 0) }')
 fi
 
 tp_stop_fwd 30 || peers_die "stop did not complete"
@@ -218,13 +225,13 @@ F=$(tp_parse_block "$final" "$log")
 W=$(tp_parse_fwd_sum "$log")
 wtx=$(($(peers_field TX-packets "$B") - $(peers_field TX-packets "$A")))
 wrx=$(($(peers_field RX-packets "$B") - $(peers_field RX-packets "$A")))
-printf 'RESULT role=virtio-user mode=%s frame=%s queues=%s rounds=%s window_s=%s TX-packets=%s RX-packets=%s TX-dropped=%s RX-dropped=%s TX-bytes=%s RX-bytes=%s TX-pps=%s RX-pps=%s win-TX-packets=%s win-RX-packets=%s RX-missed=%s RX-nombuf=%s\n' \
+printf 'RESULT role=virtio-user mode=%s frame=%s queues=%s rounds=%s window_s=%s TX-packets=%s RX-packets=%s TX-dropped=%s RX-dropped=%s TX-bytes=%s RX-bytes=%s TX-pps=%s RX-pps=%s win-TX-packets=%s win-RX-packets=%s RX-missed=%s RX-nombuf=%s cpu=%s\n' \
   "$mode" "$frame" "$queues" "$rounds" "$window" \
   "$(peers_field TX-packets "$F")" "$(peers_field RX-packets "$F")" \
   "$(peers_field FWD-TX-dropped "$W")" "$(peers_field FWD-RX-dropped "$W")" \
   "$(peers_field TX-bytes "$F")" "$(peers_field RX-bytes "$F")" \
   "$(peers_field Tx-pps "$B")" "$(peers_field Rx-pps "$B")" "$wtx" "$wrx" \
-  "$(peers_field RX-missed "$F")" "$(peers_field RX-nombuf "$F")"
+  "$(peers_field RX-missed "$F")" "$(peers_field RX-nombuf "$F")" "$cpu"
 
 if [ -n "$backend_cmd" ]; then
   bres=$(peers_backend_stop)
