@@ -50,6 +50,7 @@
 #                         further rounds until the port's TX-packets is N. Then it receives (rxonly)
 #                         for --drain s to take back echoes, stops, and reads the counters after another
 #                         --drain s. --mode must be txonly or rxonly. Adds queue_size=1024 to devargs.
+#                         With --queues Q every burst goes out on each queue: N must be a multiple of Q.
 #   --round-frames R      with --packets: at most R frames per tx_first round (default 0: no limit).
 #                         Frames sent back are only read between rounds (tx_first sends its bursts
 #                         before forwarding starts), so with an echoing backend a limit below the RX
@@ -121,6 +122,7 @@ if [ -n "$packets" ]; then
   [ "$packets" -gt 0 ] || peers_die "--packets must be > 0"
   # the driver must not forward what comes back (io/macswap would send echoes again): receive only
   case $mode in txonly | rxonly) fwd_mode=rxonly ;; *) peers_die "--packets takes --mode txonly or rxonly" ;; esac
+  [ $((packets % queues)) = 0 ] || peers_die "--packets must be a multiple of --queues (one burst per queue)"
   [ "$lcores_set" = 1 ] || lcores=0@0,1@1
   # more ring slack: txonly does not retry, a burst that finds the ring full is dropped (and counted)
   case ",$vdevargs," in *,queue_size=*) ;; *) vdevargs="${vdevargs:+$vdevargs,}queue_size=1024" ;; esac
@@ -180,6 +182,9 @@ if [ -n "$packets" ]; then
     [ "$rounds" -le "$max_rounds" ] || peers_die "could not send $packets frames in $max_rounds rounds (sent $sent)"
     d=$((packets - sent))
     [ "$round_frames" -gt 0 ] && [ "$d" -gt "$round_frames" ] && d=$round_frames
+    # tx_first sends each burst on every stream (one per queue): d / queues frames per stream
+    d=$((d / queues))
+    [ "$d" -gt 0 ] || peers_die "cannot send the last $((packets - sent)) frames over $queues queues"
     b=$burst
     [ "$d" -lt "$b" ] && b=$d   # the bulk in full bursts, the remainder in one burst of its size
     tp_cmd "set burst $b" || peers_die "testpmd died"
