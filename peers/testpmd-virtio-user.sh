@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: peers/testpmd-virtio-user.sh --socket PATH [options]
+# Usage: peers/testpmd-virtio-user.sh (--socket PATH | --backend-cmd TEMPLATE) [options]
 #
 # Runs DPDK testpmd as a virtio-user DRIVER (net_virtio_user0) against a vhost-user backend listening
 # on PATH, forwards for a fixed time (or sends an exact number of frames), stops forwarding, lets the
