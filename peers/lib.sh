@@ -91,12 +91,13 @@ peers_wait_socket() {
   done
 }
 
-# CPU time (clock ticks, user+system, all threads) of one process, or of a process tree: tells how much CPU a spinning peer actually got while other load shares the machine.
+# CPU time (clock ticks, user+system, all threads) of one process, or of a process tree: tells how
+# much CPU a spinning peer actually got while other load shares the machine.
 peers_cputicks() {
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 peers_tree_cputicks() {   # a process and all its descendants (they may have their own sessions)
-  for f in /proc/[0-9]*/stat; do cat "$f" 2>/dev/null; done |
+  cat /proc/[0-9]*/stat 2>/dev/null |
     awk -v root="$1" '{ pid = $1; sub(/^.*\) /, ""); pp[pid] = $2; t[pid] = $12 + $13 }
       END { for (p in t) { q = p; while (q != "" && q != 0 && q != root) q = pp[q]; if (q == root) s += t[p] } print s + 0 }'
 }
@@ -127,13 +128,13 @@ peers_eal_mem_args() {
     fi
     [ "${PEERS_NO_HUGE:-auto}" = 0 ] &&
       peers_die "need $need free 2 MiB hugepages (and hugetlbfs mounted), have ${free:-0}: run peers/install.sh hugepages"
-    peers_log "WARNING: only ${free:-0} free hugepages (need $need): running with --no-huge (slower; peers/install.sh hugepages)"
+    peers_log "WARNING: only ${free:-0} free hugepages (need $need): running with --no-huge (peers/install.sh hugepages reserves them)"
   fi
   echo "--no-huge --no-shconf -m $mb"
 }
 
 # ------------------------------------------------------------------------------------ testpmd session
-# tp_open NAME LOG -- testpmd args...  Starts `dpdk-testpmd args... -i` reading a FIFO. One session per
+# tp_open DIR LOG -- testpmd args...  Starts `dpdk-testpmd args... -i` reading a FIFO. One session per
 # shell (globals TP_*). stdout is line-buffered (stdbuf) so markers appear in the log in order.
 TP_PID=
 TP_FD=

@@ -47,7 +47,8 @@
 #   --packets N           send exactly N frames instead of running for --duration: "start tx_first K"
 #                         (K = N / --burst full bursts, then one burst of the remainder); txonly drops
 #                         the frames of a burst that finds the ring full (TX-dropped), so it tops up in
-#                         further rounds until the port's TX-packets is N. Then it receives (rxonly)
+#                         further rounds, of at most a ring's worth after a round that lost frames,
+#                         until the port's TX-packets is N. Then it receives (rxonly)
 #                         for --drain s to take back echoes, stops, and reads the counters after another
 #                         --drain s. --mode must be txonly or rxonly. Adds queue_size=1024 to devargs.
 #                         With --queues Q every burst goes out on each queue: N must be a multiple of Q.
@@ -174,14 +175,13 @@ if [ -n "$packets" ]; then
   # txonly does not retry: frames of a burst that finds the ring full are dropped (counted in the
   # forward statistics, not in the port's TX-packets). Top up until the port has sent exactly N.
   t0=$(peers_now)
-  sent=0
-  max_rounds=50
-  [ "$round_frames" -gt 0 ] && max_rounds=$((max_rounds + 2 * packets / round_frames))
+  sent=0 stuck=0 cap=$round_frames
+  qsize=$(sed -n 's/.*queue_size=\([0-9]*\).*/\1/p' <<<",$vdevargs,")
   while [ "$sent" -lt "$packets" ]; do
     rounds=$((rounds + 1))
-    [ "$rounds" -le "$max_rounds" ] || peers_die "could not send $packets frames in $max_rounds rounds (sent $sent)"
     d=$((packets - sent))
-    [ "$round_frames" -gt 0 ] && [ "$d" -gt "$round_frames" ] && d=$round_frames
+    [ "$cap" -gt 0 ] && [ "$d" -gt "$cap" ] && d=$cap
+    want=$d
     # tx_first sends each burst on every stream (one per queue): d / queues frames per stream
     d=$((d / queues))
     [ "$d" -gt 0 ] || peers_die "cannot send the last $((packets - sent)) frames over $queues queues"
@@ -192,7 +192,18 @@ if [ -n "$packets" ]; then
     tp_sync 600 || peers_die "start tx_first did not complete (log: $log)"
     tp_stop_fwd 30 || peers_die "stop did not complete"
     s=$(tp_show_stats 10) || peers_die "testpmd died"
+    prev=$sent
     sent=$(peers_field TX-packets "$(tp_parse_block "$s" "$log")")
+    if [ "$sent" -eq "$prev" ]; then
+      stuck=$((stuck + 1))
+      [ "$stuck" -lt 5 ] || peers_die "the backend took nothing in 5 rounds (sent $sent of $packets)"
+    else
+      stuck=0
+    fi
+    # a round that lost frames to a full ring: from now on send at most a ring's worth per round
+    if [ $((sent - prev)) -lt $((want / queues * queues)) ]; then
+      [ "$cap" -eq 0 ] || [ "$cap" -gt $((qsize * queues)) ] && cap=$((qsize * queues))
+    fi
   done
   [ "$sent" -eq "$packets" ] || peers_die "sent $sent frames, more than $packets"
   # now receive what the backend sends back (macswap/io) for --drain seconds
