@@ -3,7 +3,7 @@ package io.virtio4j.bench;
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.SplitDeviceQueue;
 import io.virtio4j.core.notify.Notifier;
-import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.core.notify.IdleWait;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -41,14 +41,13 @@ final class DeviceLoop {
         int batch = cfg.batch();
         boolean toggle = cfg.toggleNotify();
         boolean verify = cfg.verify();
-        NotificationMode mode = cfg.mode();
         device.disableKicks();
 
         long cpu0 = tmx.getCurrentThreadCpuTime();
         long alloc0 = tmx.getCurrentThreadAllocatedBytes();
         int pending = 0;
         long spurious = 0;
-        long idleSince = 0;
+        IdleWait idle = new IdleWait(cfg.mode(), cfg.hybridSpinNanos());
         boolean woke = false;
         while (true) {
             if (toggle) {
@@ -68,7 +67,7 @@ final class DeviceLoop {
                     device.flushUsed();
                     pending = 0;
                 }
-                idleSince = 0;
+                idle.busy();
                 woke = false;
                 continue;
             }
@@ -83,25 +82,14 @@ final class DeviceLoop {
             if (layout.stopRequested(mem)) {
                 break;
             }
-            if (mode == NotificationMode.POLL) {
-                Thread.onSpinWait();
+            if (idle.spin()) {
                 continue;
-            }
-            if (mode == NotificationMode.HYBRID) {
-                long now = System.nanoTime();
-                if (idleSince == 0) {
-                    idleSince = now;
-                }
-                if (now - idleSince < cfg.hybridSpinNanos()) {
-                    Thread.onSpinWait();
-                    continue;
-                }
             }
             if (!device.enableKicks()) {
                 woke = kick.await(DriverLoop.WAIT_SLICE_NANOS) && !layout.stopRequested(mem);
             }
             device.disableKicks();
-            idleSince = 0;
+            idle.busy();
         }
         return new Result(tmx.getCurrentThreadCpuTime() - cpu0, tmx.getCurrentThreadAllocatedBytes() - alloc0,
                 spurious, pinError);

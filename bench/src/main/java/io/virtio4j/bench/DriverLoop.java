@@ -3,7 +3,7 @@ package io.virtio4j.bench;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.SplitDriverQueue;
 import io.virtio4j.core.notify.Notifier;
-import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.core.notify.IdleWait;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -52,7 +52,6 @@ final class DriverLoop {
         long total = cfg.bufs();
         int batch = cfg.batch();
         int needed = cfg.indirect() ? 1 : elements;
-        NotificationMode mode = cfg.mode();
         driver.disableCallbacks();
 
         long cpu0 = tmx.getCurrentThreadCpuTime();
@@ -61,7 +60,7 @@ final class DriverLoop {
         long started = 0;
         long done = 0;
         long spurious = 0;
-        long idleSince = 0;
+        IdleWait idle = new IdleWait(cfg.mode(), cfg.hybridSpinNanos());
         boolean woke = false;
         try {
             while (done < total) {
@@ -99,7 +98,7 @@ final class DriverLoop {
                 }
                 done += reaped;
                 if (added != 0 || reaped != 0) {
-                    idleSince = 0;
+                    idle.busy();
                     woke = false;
                     continue;
                 }
@@ -107,26 +106,15 @@ final class DriverLoop {
                     spurious++; // a notification woke us and there was nothing to do
                     woke = false;
                 }
-                if (mode == NotificationMode.POLL) {
-                    Thread.onSpinWait();
+                if (idle.spin()) {
                     continue;
-                }
-                if (mode == NotificationMode.HYBRID) {
-                    long now = System.nanoTime();
-                    if (idleSince == 0) {
-                        idleSince = now;
-                    }
-                    if (now - idleSince < cfg.hybridSpinNanos()) {
-                        Thread.onSpinWait();
-                        continue;
-                    }
                 }
                 boolean safeToSleep = cfg.delayedInterrupt() ? driver.enableCallbacksDelayed() : driver.enableCallbacks();
                 if (safeToSleep) {
                     woke = call.await(WAIT_SLICE_NANOS);
                 }
                 driver.disableCallbacks();
-                idleSince = 0;
+                idle.busy();
             }
         } finally {
             layout.requestStop(mem);

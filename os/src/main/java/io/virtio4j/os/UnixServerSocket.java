@@ -17,6 +17,8 @@ public final class UnixServerSocket implements AutoCloseable {
     private static final MethodHandle BIND = Native.downcallErrno("bind", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
     private static final MethodHandle LISTEN = Native.downcallErrno("listen", JAVA_INT, JAVA_INT, JAVA_INT);
     private static final MethodHandle ACCEPT4 = Native.downcallErrno("accept4", JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT);
+    private static final MethodHandle SHUTDOWN = Native.downcallErrno("shutdown", JAVA_INT, JAVA_INT, JAVA_INT);
+    private static final int SHUT_RDWR = 2;
 
     private final FileDescriptor fd;
     private final Path path;
@@ -55,6 +57,16 @@ public final class UnixServerSocket implements AutoCloseable {
         int client = (int) Native.call("accept4(" + path + ")",
                 st -> (int) ACCEPT4.invokeExact(st, n, MemorySegment.NULL, MemorySegment.NULL, SOCK_CLOEXEC));
         return new UnixSocket(FileDescriptor.adopt(client));
+    }
+
+    /**
+     * Stops accepting: a thread blocked in {@link #accept} returns with EINVAL, and later calls fail the same
+     * way. Closing the descriptor does not do this: on Linux a thread blocked in accept keeps waiting (and would
+     * still get the next connection). The descriptor stays open; close it once no thread is in accept.
+     */
+    public void shutdown() {
+        int n = fd.fd();
+        Native.call("shutdown(" + path + ")", st -> (int) SHUTDOWN.invokeExact(st, n, SHUT_RDWR));
     }
 
     public Path path() {

@@ -30,13 +30,16 @@ public final class VhostUserServer implements AutoCloseable {
     /** Listens on {@code path} (replacing a stale socket file) and serves connections until closed. */
     public void serve(Path path) throws IOException {
         Files.deleteIfExists(path);
-        listener = UnixServerSocket.listen(path, 1);
+        UnixServerSocket l = UnixServerSocket.listen(path, 1);
+        synchronized (this) {
+            listener = l;
+        }
         LOG.info("vhost-user back-end listening on " + path);
         try {
             while (!closed) {
                 UnixSocket s;
                 try {
-                    s = listener.accept();
+                    s = l.accept();
                 } catch (LinuxException e) {
                     if (closed) {
                         return;
@@ -47,7 +50,12 @@ public final class VhostUserServer implements AutoCloseable {
                 new VhostUserConnection(s, sessions.get(), path.toString()).serve();
             }
         } finally {
-            listener.close();
+            // Only this thread closes the listener, and under the lock close() shuts it down with: the number
+            // cannot be closed (and reused by another open) between close() reading it and shutting it down.
+            synchronized (this) {
+                listener = null;
+                l.close();
+            }
             Files.deleteIfExists(path);
         }
     }
@@ -71,12 +79,18 @@ public final class VhostUserServer implements AutoCloseable {
         }
     }
 
+    /**
+     * Stops serving: a {@link #serve} blocked in accept returns (the listener is shut down; closing its descriptor
+     * alone would not wake it), a connection being served is finished first. {@link #connect} stops after its
+     * current connection.
+     */
     @Override
     public void close() {
         closed = true;
-        UnixServerSocket l = listener;
-        if (l != null) {
-            l.close();
+        synchronized (this) {
+            if (listener != null) {
+                listener.shutdown();
+            }
         }
     }
 }

@@ -91,11 +91,12 @@ public final class VhostUserSession implements AutoCloseable {
      * @throws VhostUserProtocolException when the request breaks the protocol; state is left consistent
      */
     public byte[] handle(Message m) throws VhostUserProtocolException {
-        Request r = Request.of(m.request());
-        if (r == null) {
-            throw new VhostUserProtocolException(m.name(), "request", Integer.toUnsignedLong(m.request()), "unknown request");
-        }
         try {
+            Request r = Request.of(m.request());
+            if (r == null) {
+                // inside the try: the descriptors an unknown request carries are closed like any others
+                throw new VhostUserProtocolException(m.name(), "request", Integer.toUnsignedLong(m.request()), "unknown request");
+            }
             return switch (r) {
                 case GET_FEATURES -> u64(offeredFeatures);
                 case SET_FEATURES -> setFeatures(m);
@@ -327,16 +328,26 @@ public final class VhostUserSession implements AutoCloseable {
     }
 
     /**
-     * Installs a new memory table: stops started rings (they hold translated ring addresses), swaps the table,
-     * unmaps regions no longer in it, and restarts the rings over the new table where it still maps them.
+     * Installs a new memory table. A table that no longer holds the areas of a started ring is refused before
+     * anything changes (the new mappings are dropped, the rings keep running on the old table). Otherwise the
+     * started rings stop (they hold translated addresses), the table is swapped, regions no longer in it are
+     * unmapped, and every ring that has what it needs starts over the new table.
      */
     private void replaceMemory(MemoryTable next, Map<MemoryRegion, Arena> newArenas, List<MemoryRegion> unmap)
             throws VhostUserProtocolException {
-        List<Vring> restart = new ArrayList<>();
+        for (Vring v : vrings) {
+            if (v.isStarted()) {
+                try {
+                    ringAreas(next, "memory table", v);
+                } catch (VhostUserProtocolException e) {
+                    newArenas.values().forEach(Arena::close);
+                    throw e;
+                }
+            }
+        }
         for (Vring v : vrings) {
             if (v.isStarted()) {
                 v.base = stopRing(v);
-                restart.add(v);
             }
         }
         memory = next;
@@ -348,7 +359,7 @@ public final class VhostUserSession implements AutoCloseable {
             }
         }
         VhostUserProtocolException first = null;
-        for (Vring v : restart) {
+        for (Vring v : vrings) {
             try {
                 maybeStart(v, "memory table");
             } catch (VhostUserProtocolException e) {
@@ -438,6 +449,19 @@ public final class VhostUserSession implements AutoCloseable {
         Vring v = ring(m, p & ProtocolFeatures.VRING_IDX_MASK);
         checkIndexPayload(m, p);
         EventFd next = takeEventFd(m, p);
+        if (next != null) {
+            // Signal the new call eventfd once, as libvhost-user does. Used buffers published while the ring had no
+            // call eventfd would otherwise never be notified: GET_VRING_BASE closes it, and QEMU restarts a ring
+            // with SET_VRING_KICK (which starts it here) before SET_VRING_CALL, so the buffers that piled up while
+            // it was stopped are used with nobody to tell, and a guest asleep waiting for them hangs. A spurious
+            // notification is harmless: drivers re-check the used ring.
+            try {
+                next.write(1);
+            } catch (LinuxException e) {
+                next.close();
+                throw new VhostUserProtocolException(m.name(), "fd", 1, "cannot signal the call eventfd: " + e.getMessage());
+            }
+        }
         EventFd old = v.call.target();
         v.call.target(next);
         if (old != null) {
@@ -508,11 +532,7 @@ public final class VhostUserSession implements AutoCloseable {
         if (v.isStarted() || !v.kickSet || !v.enabled || v.num == 0 || !v.addrSet || memory.isEmpty()) {
             return;
         }
-        int q = v.num;
-        MemorySegment desc = userArea(request, v, "desc", v.descAddr, SplitLayout.descTableBytes(q), SplitLayout.DESC_ALIGN);
-        MemorySegment avail = userArea(request, v, "avail", v.availAddr, SplitLayout.availRingBytes(q), SplitLayout.AVAIL_ALIGN);
-        MemorySegment used = userArea(request, v, "used", v.usedAddr, SplitLayout.usedRingBytes(q), SplitLayout.USED_ALIGN);
-        SplitRingAreas areas = new SplitRingAreas(q, desc, avail, used);
+        SplitRingAreas areas = ringAreas(memory, request, v);
         SplitDeviceQueue queue = new SplitDeviceQueue(areas, memory.guestMemory(),
                 DeviceOptions.fromFeatures(features, options.ordering(), options.cachedAvailOnEnable()), v.call);
         try {
@@ -525,13 +545,22 @@ public final class VhostUserSession implements AutoCloseable {
         device.startQueue(v.index, v.started);
     }
 
-    private MemorySegment userArea(String request, Vring v, String name, long addr, long bytes, int align)
-            throws VhostUserProtocolException {
+    /** The ring's three areas in {@code table}, each checked to lie inside one region and be aligned. */
+    private static SplitRingAreas ringAreas(MemoryTable table, String request, Vring v) throws VhostUserProtocolException {
+        int q = v.num;
+        MemorySegment desc = userArea(table, request, v, "desc", v.descAddr, SplitLayout.descTableBytes(q), SplitLayout.DESC_ALIGN);
+        MemorySegment avail = userArea(table, request, v, "avail", v.availAddr, SplitLayout.availRingBytes(q), SplitLayout.AVAIL_ALIGN);
+        MemorySegment used = userArea(table, request, v, "used", v.usedAddr, SplitLayout.usedRingBytes(q), SplitLayout.USED_ALIGN);
+        return new SplitRingAreas(q, desc, avail, used);
+    }
+
+    private static MemorySegment userArea(MemoryTable table, String request, Vring v, String name, long addr, long bytes,
+                                          int align) throws VhostUserProtocolException {
         String field = "vring[" + v.index + "]." + name;
-        MemorySegment s = memory.userSlice(addr, bytes);
+        MemorySegment s = table.userSlice(addr, bytes);
         if (s == null) {
             throw new VhostUserProtocolException(request, field, addr, "ring area of " + bytes
-                    + " bytes is not inside one region of " + memory);
+                    + " bytes is not inside one region of " + table);
         }
         if (s.address() % align != 0) {
             throw new VhostUserProtocolException(request, field, addr, "must be " + align + "-byte aligned");

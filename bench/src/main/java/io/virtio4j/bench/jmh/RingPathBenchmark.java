@@ -1,0 +1,287 @@
+package io.virtio4j.bench.jmh;
+
+import io.virtio4j.core.device.DescriptorChain;
+import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.driver.ScatterGather;
+import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.layout.Descriptors;
+import io.virtio4j.core.policy.AvailPublication;
+import io.virtio4j.core.policy.Ordering;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Code cost of the split-ring hot paths: one thread plays driver and device on one ring, so no cache line moves
+ * between CPUs and the figures are instructions and fences, not coherence traffic (for that see
+ * {@link DuplexRingBenchmark}).
+ *
+ * <p>Every invocation moves {@value #BUFFERS} one-element buffers through the ring in rounds of {@code batch}
+ * buffers (one kick, one used publication per round), and the score is per buffer
+ * ({@code @OperationsPerInvocation}). The ring holds {@value #BUFFERS} descriptors, so each invocation ends
+ * where it started: no per-invocation setup. The path under test is the real core code; the other side is
+ * either the real code too ({@code cycle}) or a stand-in of a few plain stores into the shared ring memory,
+ * described on each benchmark, so that its cost stays small next to the path measured.
+ *
+ * <p>Both sides run as the busy-polling pair does in steady state: EVENT_IDX negotiated, the driver's used
+ * callbacks disabled, the device's kicks suppressed (its {@code avail_event} is left behind), so neither
+ * notifier is signalled except on the rare 16-bit index wrap onto a stale event index.
+ *
+ * <p>{@code ordering} = STRONG adds a full fence at each publication and observation point on top of the
+ * store-&gt;load fences both modes take.
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 5, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 2, jvmArgsAppend = {Ring.NATIVE_ACCESS, Ring.JMH_UNSAFE})
+public class RingPathBenchmark {
+    /** Buffers per invocation, and the queue size. */
+    static final int BUFFERS = 64;
+
+    /** Parameters and ring shared by the states below; each state builds only the queues its benchmark uses. */
+    @State(Scope.Thread)
+    public abstract static class RingState {
+        @Param({"WEAK", "STRONG"})
+        public Ordering ordering;
+
+        /** Buffers per kick (driver) and per used publication (device). */
+        @Param({"1", "64"})
+        public int batch;
+
+        Ring ring;
+        final ScatterGather sg = new ScatterGather(1);
+
+        void open() {
+            if (BUFFERS % batch != 0) {
+                throw new IllegalArgumentException("batch " + batch + " must divide " + BUFFERS);
+            }
+            ring = new Ring(BUFFERS);
+        }
+
+        /** The one-element, device-readable buffer number {@code i} (the scatter-gather list is reused). */
+        final ScatterGather buffer(int i) {
+            return sg.clear().readable(ring.bufAddr(i), Ring.BUF_SIZE);
+        }
+
+        @TearDown
+        public void close() {
+            ring.close();
+        }
+    }
+
+    /** Driver alone; the stand-in device hands every descriptor back with {@code reset()}. */
+    @State(Scope.Thread)
+    public static class AddKickState extends RingState {
+        SplitDriverQueue driver;
+
+        @Setup
+        public void setup() {
+            open();
+            driver = ring.driver(ordering, AvailPublication.EAGER);
+            recycle();
+        }
+
+        /**
+         * Stand-in for a device that completed everything: {@code reset()} frees all descriptors (two plain
+         * array stores per descriptor plus six index stores, i.e. well under 1 ns per buffer), then parks
+         * {@code avail_event} far away as a device polling with kicks disabled leaves it.
+         */
+        final void recycle() {
+            driver.reset();
+            ring.used.availEventRelease(Ring.FAR_EVENT);
+        }
+    }
+
+    /**
+     * Driver {@code add} of a one-element buffer ({@code ScatterGather} refill, descriptor, avail entry, EAGER
+     * publication of {@code avail.idx}) and one {@code kick} per batch (store-&gt;load fence, {@code avail_event}
+     * load, kick suppressed). Includes the stand-in's {@code reset()} once per {@value #BUFFERS} buffers.
+     */
+    @Benchmark
+    @OperationsPerInvocation(BUFFERS)
+    public void addKick(AddKickState s, Blackhole bh) {
+        SplitDriverQueue driver = s.driver;
+        Object[] tokens = s.ring.tokens;
+        int batch = s.batch;
+        for (int i = 0; i < BUFFERS; ) {
+            for (int end = i + batch; i < end; i++) {
+                driver.add(s.buffer(i), tokens[i]);
+            }
+            bh.consume(driver.kick());
+        }
+        s.recycle();
+    }
+
+    /** Device alone; the stand-in driver makes prewritten buffers available by storing {@code avail.idx}. */
+    @State(Scope.Thread)
+    public static class PopPushState extends RingState {
+        SplitDeviceQueue device;
+        int availIdx;
+
+        @Setup
+        public void setup() {
+            open();
+            device = ring.device(ordering);
+            // descriptor h and avail.ring[h] = h are the same every lap, so they are written once here
+            for (int h = 0; h < BUFFERS; h++) {
+                Descriptors.write(ring.areas.descTable(), 0, h, ring.bufAddr(h), Ring.BUF_SIZE, 0, 0);
+                ring.avail.entry(h, h);
+            }
+            // a driver that polls with callbacks disabled: used_event stays behind
+            ring.avail.usedEventRelease(Ring.FAR_EVENT);
+        }
+
+        /** Stand-in driver: one store of {@code avail.idx} makes {@code n} more buffers available. */
+        final void makeAvailable(int n) {
+            availIdx = (availIdx + n) & 0xFFFF;
+            ring.avail.idxRelease(availIdx);
+        }
+    }
+
+    /**
+     * Device {@code pop} (reads {@code avail.idx} once per batch plus once to find the ring empty, walks and
+     * bounds-checks the chain), {@code pushUsed}, and one {@code flushUsed} per batch ({@code used.idx}
+     * publication, store-&gt;load fence, {@code used_event} load, notification suppressed). Includes the stand-in's
+     * one {@code avail.idx} store per batch.
+     */
+    @Benchmark
+    @OperationsPerInvocation(BUFFERS)
+    public void popPush(PopPushState s, Blackhole bh) {
+        SplitDeviceQueue device = s.device;
+        int batch = s.batch;
+        for (int i = 0; i < BUFFERS; i += batch) {
+            s.makeAvailable(batch);
+            int popped = 0;
+            DescriptorChain chain;
+            while ((chain = device.pop()) != null) {
+                device.pushUsed(chain.head(), 0);
+                popped++;
+            }
+            bh.consume(device.flushUsed());
+            check(popped, batch);
+        }
+    }
+
+    /**
+     * Driver alone, reaping what a stand-in device returned. Tokens are only in flight after a real {@code add},
+     * so the stand-in adds with EAGER publication and no kick (a device may only use published buffers, and the
+     * driver checks that) and writes the used elements and {@code used.idx} directly.
+     */
+    @State(Scope.Thread)
+    public static class ReapState extends RingState {
+        SplitDriverQueue driver;
+        int usedIdx;
+
+        @Setup
+        public void setup() {
+            open();
+            // EAGER: the stand-in device may only use buffers the driver has published, and the driver checks that
+            driver = ring.driver(ordering, AvailPublication.EAGER);
+            driver.disableCallbacks(); // a polling driver: pollUsed then skips the used_event store and fence
+        }
+
+        /** Stand-in: {@code n} adds, then a device that uses them all (id = head from the avail ring, len 0). */
+        final void fill(int first, int n) {
+            Object[] tokens = ring.tokens;
+            for (int i = first, end = first + n; i < end; i++) {
+                driver.add(buffer(i), tokens[i]);
+            }
+            int mask = BUFFERS - 1;
+            for (int k = 0; k < n; k++) {
+                int slot = usedIdx & mask; // avail and used indices move in lockstep here
+                ring.used.elem(slot, ring.avail.entry(slot), 0);
+                usedIdx = (usedIdx + 1) & 0xFFFF;
+            }
+            ring.used.idxRelease(usedIdx);
+        }
+    }
+
+    /**
+     * Driver {@code pollUsed} until it returns null (one {@code used.idx} load per batch plus one to find it
+     * empty; id, length and token checks; free-list return). Includes the stand-in's EAGER {@code add} and used
+     * element stores, which cost about as much as the reaping itself: compare with {@code cycle}.
+     */
+    @Benchmark
+    @OperationsPerInvocation(BUFFERS)
+    public void reap(ReapState s, Blackhole bh) {
+        SplitDriverQueue driver = s.driver;
+        int batch = s.batch;
+        for (int i = 0; i < BUFFERS; i += batch) {
+            s.fill(i, batch);
+            int reaped = 0;
+            Object token;
+            while ((token = driver.pollUsed()) != null) {
+                bh.consume(token);
+                reaped++;
+            }
+            check(reaped, batch);
+        }
+    }
+
+    /** Real driver and real device on one ring, both in this thread. */
+    @State(Scope.Thread)
+    public static class CycleState extends RingState {
+        SplitDriverQueue driver;
+        SplitDeviceQueue device;
+
+        @Setup
+        public void setup() {
+            open();
+            driver = ring.driver(ordering, AvailPublication.EAGER);
+            device = ring.device(ordering);
+            driver.disableCallbacks();
+        }
+    }
+
+    /**
+     * The whole round trip through the real API, per buffer: driver add + kick, device pop + pushUsed + flushUsed,
+     * driver pollUsed; the sum the three isolated paths approximate, without any stand-in.
+     */
+    @Benchmark
+    @OperationsPerInvocation(BUFFERS)
+    public void cycle(CycleState s, Blackhole bh) {
+        SplitDriverQueue driver = s.driver;
+        SplitDeviceQueue device = s.device;
+        Object[] tokens = s.ring.tokens;
+        int batch = s.batch;
+        for (int i = 0; i < BUFFERS; ) {
+            for (int end = i + batch; i < end; i++) {
+                driver.add(s.buffer(i), tokens[i]);
+            }
+            bh.consume(driver.kick());
+            DescriptorChain chain;
+            while ((chain = device.pop()) != null) {
+                device.pushUsed(chain.head(), 0);
+            }
+            bh.consume(device.flushUsed());
+            int reaped = 0;
+            Object token;
+            while ((token = driver.pollUsed()) != null) {
+                bh.consume(token);
+                reaped++;
+            }
+            check(reaped, batch);
+        }
+    }
+
+    /** Guards against measuring a ring that silently stopped moving buffers; builds its message only on failure. */
+    static void check(int moved, int expected) {
+        if (moved != expected) {
+            throw new IllegalStateException("moved " + moved + " buffers, expected " + expected);
+        }
+    }
+}

@@ -1,0 +1,102 @@
+package io.virtio4j.bench.jmh;
+
+import io.virtio4j.core.policy.Ordering;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.openjdk.jmh.infra.Blackhole;
+
+import java.lang.management.ManagementFactory;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The JMH hot paths, run outside JMH on this thread: once the JIT has compiled them, a round of invocations must
+ * allocate nothing (thread-allocated bytes, which is what {@code -prof gc} reports as gc.alloc.rate.norm without
+ * JMH's own background allocation). Rounds repeat until the compiled code is in place, so a slow JIT on a busy
+ * machine only makes the test longer.
+ */
+class HotPathAllocationTest {
+    private static final Blackhole BH = new Blackhole(
+            "Today's password is swordfish. I understand instantiating Blackholes directly is dangerous.");
+    private static final com.sun.management.ThreadMXBean THREADS =
+            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    private static final int INVOCATIONS_PER_ROUND = 10_000;
+    private static final int MAX_ROUNDS = 200;
+
+    static Stream<Arguments> params() {
+        return Stream.of(Ordering.values()).flatMap(o -> Stream.of(Arguments.of(o, 1), Arguments.of(o, 64)));
+    }
+
+    /** Fewest bytes one round allocated; stops at the first round that allocated none. */
+    private static long leastAllocatedPerRound(Runnable invocation) {
+        long least = Long.MAX_VALUE;
+        for (int round = 0; round < MAX_ROUNDS && least > 0; round++) {
+            long before = THREADS.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < INVOCATIONS_PER_ROUND; i++) {
+                invocation.run();
+            }
+            least = Math.min(least, THREADS.getCurrentThreadAllocatedBytes() - before);
+        }
+        return least;
+    }
+
+    private static <S extends RingPathBenchmark.RingState> S configure(S s, Ordering ordering, int batch) {
+        s.ordering = ordering;
+        s.batch = batch;
+        return s;
+    }
+
+    @ParameterizedTest(name = "{0} batch {1}")
+    @MethodSource("params")
+    void addKickAllocatesNothing(Ordering ordering, int batch) {
+        RingPathBenchmark b = new RingPathBenchmark();
+        RingPathBenchmark.AddKickState s = configure(new RingPathBenchmark.AddKickState(), ordering, batch);
+        s.setup();
+        try {
+            assertEquals(0, leastAllocatedPerRound(() -> b.addKick(s, BH)));
+        } finally {
+            s.close();
+        }
+    }
+
+    @ParameterizedTest(name = "{0} batch {1}")
+    @MethodSource("params")
+    void popPushAllocatesNothing(Ordering ordering, int batch) {
+        RingPathBenchmark b = new RingPathBenchmark();
+        RingPathBenchmark.PopPushState s = configure(new RingPathBenchmark.PopPushState(), ordering, batch);
+        s.setup();
+        try {
+            assertEquals(0, leastAllocatedPerRound(() -> b.popPush(s, BH)));
+        } finally {
+            s.close();
+        }
+    }
+
+    @ParameterizedTest(name = "{0} batch {1}")
+    @MethodSource("params")
+    void reapAllocatesNothing(Ordering ordering, int batch) {
+        RingPathBenchmark b = new RingPathBenchmark();
+        RingPathBenchmark.ReapState s = configure(new RingPathBenchmark.ReapState(), ordering, batch);
+        s.setup();
+        try {
+            assertEquals(0, leastAllocatedPerRound(() -> b.reap(s, BH)));
+        } finally {
+            s.close();
+        }
+    }
+
+    @ParameterizedTest(name = "{0} batch {1}")
+    @MethodSource("params")
+    void cycleAllocatesNothing(Ordering ordering, int batch) {
+        RingPathBenchmark b = new RingPathBenchmark();
+        RingPathBenchmark.CycleState s = configure(new RingPathBenchmark.CycleState(), ordering, batch);
+        s.setup();
+        try {
+            assertEquals(0, leastAllocatedPerRound(() -> b.cycle(s, BH)));
+        } finally {
+            s.close();
+        }
+    }
+}

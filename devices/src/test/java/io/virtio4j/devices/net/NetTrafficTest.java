@@ -1,0 +1,212 @@
+package io.virtio4j.devices.net;
+
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.devices.net.VirtioNetGuest.RxFrame;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.api.function.ThrowingConsumer;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+/**
+ * Traffic through {@link NetDevice} over vhost-user, with {@link VirtioNetGuest} as guest and front-end: every
+ * mode, merged receive buffers, several queue pairs and every notification mode, with exact counts and frame
+ * contents checked, and no descriptor left open afterwards.
+ */
+class NetTrafficTest {
+    static final Duration WATCHDOG = Duration.ofSeconds(90);
+
+    /**
+     * Runs {@code body} against a fresh back-end under a watchdog (guest and front-end live on the watchdog's
+     * thread), then checks the server still serves, stops it and checks no descriptor is left open.
+     */
+    static void withBackend(NetDevice.Options options, ThrowingConsumer<NetBackend> body) {
+        Map<Integer, String> fds = OpenFds.snapshot();
+        try (NetBackend backend = NetBackend.start(options)) {
+            assertTimeoutPreemptively(WATCHDOG, () -> body.accept(backend));
+            backend.assertServing();
+        }
+        OpenFds.assertBackTo(fds);
+    }
+
+    /** Checks one frame that came back: MACs swapped (or not), the rest byte for byte, and its header and buffers. */
+    static void assertEchoed(VirtioNetGuest g, byte[] sent, RxFrame got, boolean swapped, String what) {
+        byte[] expected = sent.clone();
+        if (swapped) {
+            System.arraycopy(sent, 6, expected, 0, 6);
+            System.arraycopy(sent, 0, expected, 6, 6);
+        }
+        assertEquals(sent.length, got.frame().length, what + ": length");
+        if (!Arrays.equals(expected, got.frame())) {
+            assertArrayEquals(Arrays.copyOf(expected, 12), Arrays.copyOf(got.frame(), 12), what + ": MAC addresses");
+            assertArrayEquals(expected, got.frame(), what + ": frame bytes after the MAC addresses");
+        }
+        assertEquals(g.buffersFor(sent.length), got.numBuffers(), what + ": num_buffers");
+        int total = 0;
+        int bufferSize = g.config().rxBufferSize;
+        for (int i = 0; i < got.usedLengths().length; i++) {
+            int len = got.usedLengths()[i];
+            if (i < got.usedLengths().length - 1) {
+                assertEquals(bufferSize, len, what + ": used length of buffer " + i + " (all but the last are full)");
+            }
+            total += len;
+        }
+        assertEquals(NetFeatures.HDR_LEN + sent.length, total,
+                what + ": used lengths add up to header + frame");
+    }
+
+    /** Random frames of 60..1514 bytes, or all {@code fixedLen} long when it is positive. */
+    static List<byte[]> frames(Random rnd, int n, int fixedLen) {
+        List<byte[]> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            out.add(VirtioNetGuest.randomFrame(rnd, fixedLen > 0 ? fixedLen : 60 + rnd.nextInt(VirtioNetGuest.MAX_FRAME - 59)));
+        }
+        return out;
+    }
+
+    /** Echoes {@code total} frames in batches of {@code batch} on {@code pair} and checks each; returns bytes sent. */
+    static long echoAndCheck(VirtioNetGuest g, int pair, int total, int batch, int fixedLen, boolean swapped, Random rnd) {
+        long bytes = 0;
+        for (int done = 0; done < total; ) {
+            List<byte[]> sent = frames(rnd, Math.min(batch, total - done), fixedLen);
+            List<RxFrame> got = g.echo(pair, sent);
+            for (int i = 0; i < sent.size(); i++) {
+                assertEchoed(g, sent.get(i), got.get(i), swapped, "pair " + pair + " frame " + (done + i));
+                bytes += sent.get(i).length;
+            }
+            done += sent.size();
+        }
+        return bytes;
+    }
+
+    /** Statistics after stopping the pair's rings (GET_VRING_BASE): the worker has finished counting. */
+    static NetStats stopAndStats(NetBackend backend, VirtioNetGuest g, int pair, int expectedTxBase) {
+        assertEquals(expectedTxBase & 0xFFFF, g.frontend().getVringBase(2 * pair + 1),
+                "GET_VRING_BASE of transmit ring " + (2 * pair + 1));
+        g.frontend().getVringBase(2 * pair);
+        return backend.device().stats(pair);
+    }
+
+    static void assertStats(NetStats s, long fromPackets, long fromBytes, long toPackets, long toBytes) {
+        assertEquals(fromPackets, s.fromGuestPackets(), "fromGuestPackets");
+        assertEquals(fromBytes, s.fromGuestBytes(), "fromGuestBytes");
+        assertEquals(0, s.fromGuestDrops(), "fromGuestDrops");
+        assertEquals(toPackets, s.toGuestPackets(), "toGuestPackets");
+        assertEquals(toBytes, s.toGuestBytes(), "toGuestBytes");
+    }
+
+    @Test
+    void rxonlyCountsExactlyWhatTheGuestSent() {
+        withBackend(NetBackend.options(1, NetMode.RXONLY, NotificationMode.NOTIFY), backend -> {
+            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+                int frames = 100_000;
+                long bytes = 0;
+                Random rnd = new Random(1);
+                for (int done = 0; done < frames; done += 10_000) {
+                    bytes += g.transmitRandom(0, 10_000, rnd);
+                }
+                assertStats(stopAndStats(backend, g, 0, frames), frames, bytes, 0, 0);
+            }
+        });
+    }
+
+    @Test
+    void macswapReturnsEveryFrameWithTheMacsSwapped() {
+        withBackend(NetBackend.options(1, NetMode.MACSWAP, NotificationMode.NOTIFY), backend -> {
+            // Header and frame in two descriptors, which go through an indirect table.
+            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().txSegments(2))) {
+                int frames = 5_000;
+                long bytes = echoAndCheck(g, 0, frames, 100, 0, true, new Random(2));
+                assertStats(stopAndStats(backend, g, 0, frames), frames, bytes, frames, bytes);
+            }
+        });
+    }
+
+    @Test
+    void macswapWithoutMergedBuffersOrEventIdx() {
+        withBackend(NetBackend.options(1, NetMode.MACSWAP, NotificationMode.NOTIFY), backend -> {
+            VirtioNetGuest.Config c = new VirtioNetGuest.Config().mergeable(false).eventIdx(false).indirect(false);
+            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), c)) {
+                int frames = 2_000;
+                long bytes = echoAndCheck(g, 0, frames, 100, 0, true, new Random(3));
+                assertStats(stopAndStats(backend, g, 0, frames), frames, bytes, frames, bytes);
+            }
+        });
+    }
+
+    @Test
+    void loopbackSpreadsLargeFramesOverMergedReceiveBuffers() {
+        withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
+            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().rxBufferSize(256))) {
+                assertEquals(6, g.buffersFor(1500));
+                Random rnd = new Random(4);
+                long bytes = echoAndCheck(g, 0, 2_000, 32, 1500, false, rnd);
+                bytes += echoAndCheck(g, 0, 2_000, 32, 0, false, rnd); // 1..6 buffers each
+                assertStats(stopAndStats(backend, g, 0, 4_000), 4_000, bytes, 4_000, bytes);
+            }
+        });
+    }
+
+    @Test
+    void twoQueuePairsCarryTheirOwnTraffic() {
+        withBackend(NetBackend.options(2, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
+            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().pairs(2))) {
+                Random rnd = new Random(5);
+                long[] bytes = new long[2];
+                int[] frames = {3_000, 2_000};
+                int[] done = new int[2];
+                while (done[0] < frames[0] || done[1] < frames[1]) {
+                    for (int p = 0; p < 2; p++) {
+                        int n = Math.min(100, frames[p] - done[p]);
+                        if (n > 0) {
+                            bytes[p] += echoAndCheck(g, p, n, n, 0, false, rnd);
+                            done[p] += n;
+                        }
+                    }
+                }
+                for (int p = 0; p < 2; p++) {
+                    assertStats(stopAndStats(backend, g, p, frames[p]), frames[p], bytes[p], frames[p], bytes[p]);
+                }
+            }
+        });
+    }
+
+    @ParameterizedTest
+    @EnumSource(NotificationMode.class)
+    void everyNotificationModeMovesTraffic(NotificationMode mode) {
+        withBackend(NetBackend.options(1, NetMode.LOOPBACK, mode), backend -> {
+            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+                Random rnd = new Random(6);
+                long bytes = echoAndCheck(g, 0, 2_000, 100, 0, false, rnd);
+                // Then frames with only the receive buffers left posted: those get one frame each, the rest are dropped.
+                int posted = g.rx(0).queue.inFlight();
+                bytes += g.transmitRandom(0, 10_000, rnd);
+                NetStats s = stopAndStats(backend, g, 0, 12_000);
+                assertEquals(12_000, s.fromGuestPackets(), "fromGuestPackets");
+                assertEquals(bytes, s.fromGuestBytes(), "fromGuestBytes");
+                assertEquals(2_000 + posted, s.toGuestPackets(), "toGuestPackets");
+                assertEquals(10_000 - posted, s.fromGuestDrops(), "fromGuestDrops (no receive buffer)");
+            }
+        });
+    }
+
+    @Test
+    void nofdKickAndCallMeanBothSidesPoll() {
+        withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
+            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().nofd(true))) {
+                long bytes = echoAndCheck(g, 0, 2_000, 100, 0, false, new Random(7));
+                assertStats(stopAndStats(backend, g, 0, 2_000), 2_000, bytes, 2_000, bytes);
+            }
+        });
+    }
+}

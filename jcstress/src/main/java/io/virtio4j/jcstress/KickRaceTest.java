@@ -1,0 +1,97 @@
+package io.virtio4j.jcstress;
+
+import io.virtio4j.core.policy.Ordering;
+import org.openjdk.jcstress.annotations.Actor;
+import org.openjdk.jcstress.annotations.Description;
+import org.openjdk.jcstress.annotations.JCStressTest;
+import org.openjdk.jcstress.annotations.Outcome;
+import org.openjdk.jcstress.annotations.State;
+import org.openjdk.jcstress.infra.results.II_Result;
+
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
+import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
+/** {@link KickRace}: both orderings, with and without EVENT_IDX. (0, 0) is forbidden. */
+public final class KickRaceTest {
+    private KickRaceTest() {
+    }
+
+    @JCStressTest
+    @Description("Driver add + kickPrepare vs device enableKicks, EVENT_IDX, WEAK ordering")
+    @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
+    @Outcome(id = KickRace.LOST_KICK, expect = FORBIDDEN, desc = "lost kick: no kick and the device sleeps with a buffer available")
+    @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
+    @State
+    public static class WeakEventIdx {
+        private final KickRace t = new KickRace(Ordering.WEAK, true);
+
+        @Actor
+        public void driver(II_Result r) {
+            r.r1 = t.driver();
+        }
+
+        @Actor
+        public void device(II_Result r) {
+            r.r2 = t.device();
+        }
+    }
+
+    @JCStressTest
+    @Description("Driver add + kickPrepare vs device enableKicks, no EVENT_IDX (flags), WEAK ordering")
+    @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
+    @Outcome(id = KickRace.LOST_KICK, expect = FORBIDDEN, desc = "lost kick: no kick and the device sleeps with a buffer available")
+    @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
+    @State
+    public static class WeakFlags {
+        private final KickRace t = new KickRace(Ordering.WEAK, false);
+
+        @Actor
+        public void driver(II_Result r) {
+            r.r1 = t.driver();
+        }
+
+        @Actor
+        public void device(II_Result r) {
+            r.r2 = t.device();
+        }
+    }
+
+    @JCStressTest
+    @Description("Driver add + kickPrepare vs device enableKicks, EVENT_IDX, STRONG ordering")
+    @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
+    @Outcome(id = KickRace.LOST_KICK, expect = FORBIDDEN, desc = "lost kick: no kick and the device sleeps with a buffer available")
+    @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
+    @State
+    public static class StrongEventIdx {
+        private final KickRace t = new KickRace(Ordering.STRONG, true);
+
+        @Actor
+        public void driver(II_Result r) {
+            r.r1 = t.driver();
+        }
+
+        @Actor
+        public void device(II_Result r) {
+            r.r2 = t.device();
+        }
+    }
+
+    @JCStressTest
+    @Description("Driver add + kickPrepare vs device enableKicks, no EVENT_IDX (flags), STRONG ordering")
+    @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
+    @Outcome(id = KickRace.LOST_KICK, expect = FORBIDDEN, desc = "lost kick: no kick and the device sleeps with a buffer available")
+    @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
+    @State
+    public static class StrongFlags {
+        private final KickRace t = new KickRace(Ordering.STRONG, false);
+
+        @Actor
+        public void driver(II_Result r) {
+            r.r1 = t.driver();
+        }
+
+        @Actor
+        public void device(II_Result r) {
+            r.r2 = t.device();
+        }
+    }
+}

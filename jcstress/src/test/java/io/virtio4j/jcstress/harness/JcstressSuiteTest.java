@@ -1,0 +1,64 @@
+package io.virtio4j.jcstress.harness;
+
+import io.virtio4j.jcstress.CallbackRaceNegativeControl;
+import io.virtio4j.jcstress.CallbackRaceTest;
+import io.virtio4j.jcstress.KickRaceNegativeControl;
+import io.virtio4j.jcstress.KickRaceTest;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class JcstressSuiteTest {
+
+    private static boolean selects(JcstressSuite.Suite s, Class<?> test) {
+        Pattern p = Pattern.compile(s.filter);
+        // jcstress names nested tests either way depending on where the name comes from
+        return p.matcher(test.getName()).find() && p.matcher(test.getCanonicalName()).find();
+    }
+
+    @Test
+    void suitesAreDisjoint() {
+        for (Class<?> ring : List.of(KickRaceTest.WeakEventIdx.class, CallbackRaceTest.StrongFlags.class)) {
+            assertTrue(selects(JcstressSuite.Suite.RING, ring), ring.getName());
+            assertFalse(selects(JcstressSuite.Suite.NEGATIVE_CONTROL, ring), ring.getName());
+        }
+        for (Class<?> control : List.of(KickRaceNegativeControl.WeakEventIdx.class, CallbackRaceNegativeControl.WeakFlags.class)) {
+            assertTrue(selects(JcstressSuite.Suite.NEGATIVE_CONTROL, control), control.getName());
+            assertFalse(selects(JcstressSuite.Suite.RING, control), control.getName());
+        }
+    }
+
+    @Test
+    void onlyTheNegativeControlRemovesTheFence() {
+        String flag = "-Dvirtio4j.negativeControl.omitStoreLoadFence=true";
+        assertFalse(String.join(" ", JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "ci", "", "")).contains(flag));
+        assertTrue(String.join(" ", JcstressSuite.jcstressArgs(JcstressSuite.Suite.NEGATIVE_CONTROL, "ci", "", "")).contains(flag));
+        assertTrue(String.join(" ", JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "default", "", "")).contains("--enable-native-access=ALL-UNNAMED"));
+    }
+
+    @Test
+    void onlyNarrowsTheSuite() {
+        Pattern p = Pattern.compile(JcstressSuite.Suite.RING.filter("KickRace"));
+        assertTrue(p.matcher(KickRaceTest.WeakEventIdx.class.getCanonicalName()).find());
+        assertFalse(p.matcher(CallbackRaceTest.WeakEventIdx.class.getCanonicalName()).find());
+        assertFalse(p.matcher(KickRaceNegativeControl.WeakEventIdx.class.getCanonicalName()).find());
+    }
+
+    @Test
+    void extraArgumentsOverrideThePresetAndAddJvmArguments() {
+        List<String> a = JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "ci", "", "-iters 7 -v -jvmArgsPrepend -Xss1m");
+        assertEquals(List.of("-m", "quick", "-iters", "7", "-sc", "false"), a.subList(0, 6));
+        assertTrue(a.contains("-v"));
+        int first = a.indexOf("-jvmArgsPrepend");
+        assertEquals(List.of("-jvmArgsPrepend", "--enable-native-access=ALL-UNNAMED", "-jvmArgsPrepend", "-Xss1m"),
+                a.subList(first, first + 4));
+        assertThrows(IllegalArgumentException.class,
+                () -> JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "ci", "", "-t Foo"));
+    }
+}

@@ -1,0 +1,336 @@
+# shellcheck shell=bash
+# Shared helpers for the real-peer scripts. Source it, do not run it:
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+#
+# Gives: logging, a cleanup registry run from an EXIT trap (processes by their own pid/process group,
+# files, directories), waiting helpers, and a testpmd "session": testpmd in interactive mode reading its
+# commands from a FIFO that this shell holds open, output line-buffered into a log so that the script can
+# wait for markers and parse the final statistics.
+
+# shellcheck disable=SC2034 # used by the scripts that source this file
+PEERS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PEERS_CACHE="${PEERS_CACHE:-/var/cache/virtio4j-peers}"
+PEERS_ME="$(basename "$0" .sh)"
+
+peers_log() { printf '[%s %s] %s\n' "$PEERS_ME" "$(date +%T.%3N)" "$*" >&2; }
+peers_die() { peers_log "ERROR: $*"; exit 1; }
+
+# ---------------------------------------------------------------------------------------------- cleanup
+# Everything registered here is undone on exit, in reverse order, whatever the exit path.
+PEERS_CLEAN_PGIDS=()   # process groups we created (setsid), killed TERM then KILL
+PEERS_CLEAN_PATHS=()   # files/dirs removed with rm -rf
+PEERS_CLEAN_HOOKS=()   # function names called first (graceful stops)
+PEERS_CLEANED=0
+
+peers_cleanup() {
+  local rc=$? i pg t
+  [ "$PEERS_CLEANED" = 1 ] && return "$rc"
+  PEERS_CLEANED=1
+  set +e
+  for ((i = ${#PEERS_CLEAN_HOOKS[@]} - 1; i >= 0; i--)); do "${PEERS_CLEAN_HOOKS[i]}"; done
+  for pg in "${PEERS_CLEAN_PGIDS[@]}"; do
+    kill -0 -- "-$pg" 2>/dev/null && kill -TERM -- "-$pg" 2>/dev/null
+  done
+  for pg in "${PEERS_CLEAN_PGIDS[@]}"; do
+    for t in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+      kill -0 -- "-$pg" 2>/dev/null || break
+      sleep 0.1
+      [ "$t" = 20 ] && kill -KILL -- "-$pg" 2>/dev/null
+    done
+  done
+  for ((i = ${#PEERS_CLEAN_PATHS[@]} - 1; i >= 0; i--)); do rm -rf -- "${PEERS_CLEAN_PATHS[i]}"; done
+  return "$rc"
+}
+peers_on_exit_kill_group() { PEERS_CLEAN_PGIDS+=("$1"); }
+peers_on_exit_rm() { PEERS_CLEAN_PATHS+=("$@"); }
+peers_on_exit_call() { PEERS_CLEAN_HOOKS+=("$1"); }
+trap peers_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap '' PIPE   # a peer that died must not kill us through a FIFO write: we see EPIPE instead
+
+# Start "$@" in its own session/process group, in the background, registered for cleanup.
+# Sets PEERS_LAST_PID (== its pgid). Redirections: stdin from $PEERS_STDIN (default /dev/null),
+# stdout+stderr to $PEERS_LOG (default /dev/null).
+peers_spawn() {
+  setsid "$@" <"${PEERS_STDIN:-/dev/null}" >"${PEERS_LOG:-/dev/null}" 2>&1 &
+  PEERS_LAST_PID=$!
+  peers_on_exit_kill_group "$PEERS_LAST_PID"
+}
+
+# Wait for a process (not our child necessarily) to end, up to $2 seconds (fractions ok). 0 if it ended.
+peers_wait_gone() {
+  local pid=$1 deadline
+  deadline=$(($(date +%s%N) + ${2%.*} * 1000000000))
+  while kill -0 "$pid" 2>/dev/null; do
+    [ "$(date +%s%N)" -ge "$deadline" ] && return 1
+    sleep 0.1
+  done
+  return 0
+}
+
+# Terminate a process group gracefully: SIGNAL (default INT) to the leader, then TERM/KILL to the group.
+peers_stop_group() {
+  local pg=$1 grace=${2:-10} sig=${3:-INT}
+  kill -0 "$pg" 2>/dev/null || return 0
+  kill "-$sig" "$pg" 2>/dev/null || true
+  peers_wait_gone "$pg" "$grace" && return 0
+  kill -TERM -- "-$pg" 2>/dev/null || true
+  peers_wait_gone "$pg" 3 && return 0
+  kill -KILL -- "-$pg" 2>/dev/null || true
+}
+
+# Wait until $1 is a unix socket, up to $2 seconds; optional $3: pid that must stay alive meanwhile.
+peers_wait_socket() {
+  local sock=$1 secs=$2 pid=${3:-} deadline
+  deadline=$(($(date +%s) + secs))
+  while [ ! -S "$sock" ]; do
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then return 2; fi
+    [ "$(date +%s)" -ge "$deadline" ] && return 1
+    sleep 0.1
+  done
+}
+
+# CPU time (clock ticks, user+system, all threads) of one process, or of a process tree: tells how
+# much CPU a spinning peer actually got while other load shares the machine.
+peers_cputicks() {
+  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+peers_tree_cputicks() {   # a process and all its descendants (they may have their own sessions)
+  cat /proc/[0-9]*/stat 2>/dev/null |
+    awk -v root="$1" '{ pid = $1; sub(/^.*\) /, ""); pp[pid] = $2; t[pid] = $12 + $13 }
+      END { for (p in t) { q = p; while (q != "" && q != 0 && q != root) q = pp[q]; if (q == root) s += t[p] } print s + 0 }'
+}
+peers_clk_tck() { getconf CLK_TCK; }
+
+# Seconds (float) since the epoch, for timing.
+peers_now() { date +%s.%N; }
+peers_elapsed() { awk -v a="$1" -v b="$(peers_now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# ----------------------------------------------------------------------------------------- hugepages
+peers_hugepages_free() { awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo; }
+peers_hugepages_mounted() { awk '$3 == "hugetlbfs" { f = 1 } END { exit !f }' /proc/mounts; }
+
+# EAL memory arguments. Default: 2 MiB hugepages, in memory (--in-memory: no hugepage files and no
+# /var/run/dpdk state to clean up), one file descriptor per segment list (--single-file-segments:
+# otherwise virtio-user fails with "Too many memory regions"). PEERS_NO_HUGE=1 forces --no-huge
+# (DPDK 22.11 then backs memory with a memfd, which virtio-user can still share), and that is also the
+# fallback, with a warning, when too few hugepages are free (PEERS_NO_HUGE=0 makes that an error).
+peers_eal_mem_args() {
+  local mb=${1:-256} free need
+  need=$(((mb + 1) / 2))
+  if [ "${PEERS_NO_HUGE:-auto}" != 1 ]; then
+    free=0
+    peers_hugepages_mounted && free=$(peers_hugepages_free)
+    if [ "${free:-0}" -ge "$need" ]; then
+      echo "--in-memory --single-file-segments -m $mb"
+      return
+    fi
+    [ "${PEERS_NO_HUGE:-auto}" = 0 ] &&
+      peers_die "need $need free 2 MiB hugepages (and hugetlbfs mounted), have ${free:-0}: run peers/install.sh hugepages"
+    peers_log "WARNING: only ${free:-0} free hugepages (need $need): running with --no-huge (peers/install.sh hugepages reserves them)"
+  fi
+  echo "--no-huge --no-shconf -m $mb"
+}
+
+# ------------------------------------------------------------------------------------ testpmd session
+# tp_open DIR LOG -- testpmd args...  Starts `dpdk-testpmd args... -i` reading a FIFO. One session per
+# shell (globals TP_*). stdout is line-buffered (stdbuf) so markers appear in the log in order.
+TP_PID=
+TP_FD=
+TP_LOG=
+TP_FIFO=
+tp_open() {
+  local dir=$1 log=$2
+  shift 3
+  TP_FIFO="$dir/testpmd.cmd"
+  TP_LOG=$log
+  rm -f "$TP_FIFO"
+  mkfifo "$TP_FIFO"
+  peers_on_exit_rm "$TP_FIFO"
+  : >"$TP_LOG"
+  PEERS_STDIN=$TP_FIFO PEERS_LOG=$TP_LOG peers_spawn stdbuf -oL -eL dpdk-testpmd "$@"
+  TP_PID=$PEERS_LAST_PID
+  exec {TP_FD}>"$TP_FIFO"
+  peers_log "testpmd pid $TP_PID: dpdk-testpmd $*"
+}
+
+# Send one command line to testpmd. Fails (without dying) if testpmd is gone.
+tp_cmd() {
+  [ -n "$TP_FD" ] || return 1
+  { printf '%s\n' "$*" >&"$TP_FD"; } 2>/dev/null
+}
+
+# Count lines of the log matching an ERE.
+tp_count() { grep -cE -- "$1" "$TP_LOG" || true; }
+
+# Wait until the log has at least $2 lines matching ERE $1, up to $3 seconds. 1 on timeout, 2 if
+# testpmd died.
+tp_wait_count() {
+  local re=$1 n=$2 secs=$3 deadline
+  deadline=$(($(date +%s%N) + ${secs%.*} * 1000000000))
+  while [ "$(tp_count "$re")" -lt "$n" ]; do
+    kill -0 "$TP_PID" 2>/dev/null || return 2
+    [ "$(date +%s%N)" -ge "$deadline" ] && return 1
+    sleep 0.05
+  done
+}
+
+# Barrier: returns once testpmd has executed every command sent before. testpmd's command line reads and
+# echoes its input one character at a time and runs each line when it reaches its newline, so the echo
+# of a comment line sent now appears only after all earlier commands have completed.
+TP_SYNC_N=0
+tp_sync() {
+  TP_SYNC_N=$((TP_SYNC_N + 1))
+  local tag="# v4j-sync-$$-$TP_SYNC_N"
+  tp_cmd "$tag" || return 2
+  local deadline
+  deadline=$(($(date +%s) + ${1:-30}))
+  until grep -qF -- "$tag" "$TP_LOG"; do
+    kill -0 "$TP_PID" 2>/dev/null || return 2
+    [ "$(date +%s)" -ge "$deadline" ] && return 1
+    sleep 0.05
+  done
+}
+
+# Wait for the interactive prompt after start-up (the port is configured and started then).
+tp_wait_ready() {
+  local rc=0
+  tp_wait_count '^testpmd> ' 1 "${1:-60}" || rc=$?
+  case $rc in
+    0) ;;
+    2) tail -n 30 "$TP_LOG" >&2; peers_die "testpmd exited during start-up (log: $TP_LOG)" ;;
+    *) tail -n 30 "$TP_LOG" >&2; peers_die "testpmd not ready within ${1:-60}s (log: $TP_LOG)" ;;
+  esac
+  if grep -qE 'EAL: Error|Fail to start port|Fail to configure port|Failed to probe|error allocating' "$TP_LOG"; then
+    tail -n 30 "$TP_LOG" >&2
+    peers_die "testpmd reported an error during start-up (log: $TP_LOG)"
+  fi
+}
+
+# Ask for "show port stats 0" and wait until its block is complete; echoes the block number (1-based).
+tp_show_stats() {
+  local n
+  n=$(($(tp_count 'Throughput \(since last show\)') + 1))
+  tp_cmd "show port stats 0" || return 1
+  tp_wait_count '^  Tx-pps:' "$n" "${1:-10}" || return 1
+  echo "$n"
+}
+
+# Wait until the link of port 0 is up (virtio-user in server mode, or a backend waiting for its front-end).
+tp_wait_link_up() {
+  local secs=$1 deadline n
+  deadline=$(($(date +%s) + secs))
+  while :; do
+    n=$(($(tp_count '^Link status: ') + 1))
+    tp_cmd "show port info 0" || return 2
+    tp_wait_count '^Link status: ' "$n" 10 || return 2
+    [ "$(grep -E '^Link status: ' "$TP_LOG" | tail -n 1 | awk '{ print $3 }')" = up ] && return 0
+    [ "$(date +%s)" -ge "$deadline" ] && return 1
+    sleep 0.3
+  done
+}
+
+# Stop forwarding, wait for the accumulated forward statistics.
+tp_stop_fwd() {
+  local n
+  n=$(($(tp_count 'Accumulated forward statistics') + 1))
+  tp_cmd stop || return 1
+  tp_wait_count 'Accumulated forward statistics|Packet forwarding not started' "$n" "${1:-10}"
+}
+
+# Quit testpmd and wait for it to exit (it stops and closes its ports).
+tp_quit() {
+  tp_cmd quit || true
+  if [ -n "$TP_FD" ]; then exec {TP_FD}>&-; fi
+  TP_FD=
+  peers_wait_gone "$TP_PID" "${1:-20}" || { peers_log "testpmd did not quit, killing"; kill -KILL -- "-$TP_PID" 2>/dev/null || true; }
+}
+
+# Print "KEY=value" fields of NIC-statistics block number $1 (1-based; "last" for the last one) in a
+# testpmd log $2: RX-packets RX-missed RX-bytes RX-errors RX-nombuf TX-packets TX-errors TX-bytes Rx-pps Tx-pps.
+tp_parse_block() {
+  awk -v want="$1" '
+    /NIC statistics for port/ { blk++; inb = 1; delete v; next }
+    inb && /Throughput \(since last show\)/ { thr = 1 }
+    inb {
+      for (i = 1; i < NF; i++) {
+        k = $i; sub(/:$/, "", k)
+        if ($i ~ /:$/ && $(i+1) ~ /^[0-9]+$/) v[k] = $(i+1)
+      }
+      if ($1 == "Tx-pps:") {
+        inb = 0
+        s = sprintf("RX-packets=%d RX-missed=%d RX-bytes=%d RX-errors=%d RX-nombuf=%d TX-packets=%d TX-errors=%d TX-bytes=%d Rx-pps=%d Tx-pps=%d",
+          v["RX-packets"], v["RX-missed"], v["RX-bytes"], v["RX-errors"], v["RX-nombuf"],
+          v["TX-packets"], v["TX-errors"], v["TX-bytes"], v["Rx-pps"], v["Tx-pps"])
+        b[blk] = s; last = s
+      }
+    }
+    END { if (want == "last") print last; else print b[want + 0] }
+  ' "$2"
+}
+
+# Fields of the last "Accumulated forward statistics" block: FWD-RX FWD-RX-dropped FWD-TX FWD-TX-dropped.
+tp_parse_fwd() {
+  awk '
+    /Accumulated forward statistics/ { inb = 1; n = 0; next }
+    inb && /RX-packets:/ { rx = $2; rxd = $4 }
+    inb && /TX-packets:/ { tx = $2; txd = $4; inb = 0; got = 1 }
+    END { if (got) printf "FWD-RX-packets=%d FWD-RX-dropped=%d FWD-TX-packets=%d FWD-TX-dropped=%d\n", rx, rxd, tx, txd }
+  ' "$1"
+}
+
+# Same fields summed over every "Accumulated forward statistics" block of the log (forwarding was
+# started and stopped several times).
+tp_parse_fwd_sum() {
+  awk '
+    /Accumulated forward statistics/ { inb = 1; next }
+    inb && /RX-packets:/ { rx += $2; rxd += $4 }
+    inb && /TX-packets:/ { tx += $2; txd += $4; inb = 0 }
+    END { printf "FWD-RX-packets=%d FWD-RX-dropped=%d FWD-TX-packets=%d FWD-TX-dropped=%d\n", rx, rxd, tx, txd }
+  ' "$1"
+}
+
+# Value of KEY in a "K=V K=V" line.
+peers_field() { tr ' ' '\n' <<<"$2" | awk -F= -v k="$1" '$1 == k { print $2; exit }'; }
+
+# Median of numbers given as arguments.
+peers_median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# ------------------------------------------------------------------------------------ backend command
+# A backend under test is given as a command template; "{sock}" is replaced by the socket path and
+# "{cpu}" by the CPU it should run on. Contract (the same for DPDK's testpmd-vhost.sh and ours):
+#   - it listens on the socket (creates it; the harness waits until the path is a socket);
+#   - SIGTERM makes it stop and exit (the harness escalates to SIGKILL of its process group after a
+#     grace period);
+#   - optionally it prints "RESULT ... RX-packets=N TX-packets=N" on stdout when it exits; when it
+#     does, the harness checks those counters against the front-end's.
+# The command runs through bash (exec, so SIGTERM reaches it), pinned with taskset when a CPU is given,
+# in its own process group, stdout to LOG.out and stderr to LOG.err.
+BACKEND_PID=
+BACKEND_OUT=
+peers_backend_start() {
+  local tmpl=$1 sock=$2 cpu=$3 log=$4 cmd pin=()
+  cmd=${tmpl//\{sock\}/$sock}
+  cmd=${cmd//\{cpu\}/$cpu}
+  [ -n "$cpu" ] && pin=(taskset -c "$cpu")
+  BACKEND_OUT=$log.out
+  setsid "${pin[@]}" bash -c "exec $cmd" </dev/null >"$log.out" 2>"$log.err" &
+  BACKEND_PID=$!
+  peers_on_exit_kill_group "$BACKEND_PID"
+  peers_log "backend pid $BACKEND_PID: $cmd"
+  local rc=0
+  peers_wait_socket "$sock" "${PEERS_BACKEND_TIMEOUT:-60}" "$BACKEND_PID" || rc=$?
+  if [ "$rc" != 0 ]; then
+    tail -n 20 "$log.err" >&2 || true
+    peers_die "backend did not create socket $sock (rc $rc; log $log.err)"
+  fi
+}
+
+# Stop the backend (SIGTERM, grace period) and echo its RESULT line, if it printed one.
+peers_backend_stop() {
+  [ -n "$BACKEND_PID" ] || return 0
+  peers_stop_group "$BACKEND_PID" "${PEERS_BACKEND_GRACE:-30}" TERM
+  grep -E '^RESULT ' "$BACKEND_OUT" | tail -n 1 || true
+  BACKEND_PID=
+}

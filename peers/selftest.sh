@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Usage: peers/selftest.sh [--backend TEMPLATE] [--quick] [--no-guest]
+#
+# Exact-counter checks of a vhost-user net backend against real peers, ending with the line
+# "N passed, M failed" (exit 1 if any failed). TEMPLATE is a backend command line with {sock}, {cpu}
+# and {mode} (rxonly|macswap|loopback) replaced; the default is DPDK's own backend, which validates the
+# harness itself:
+#   'peers/testpmd-vhost.sh --socket {sock} --mode {mode} --lcores 0@{cpu},1@{cpu}'  (loopback -> io)
+# Ours, once it exists:
+#   peers/selftest.sh --backend './virtio4j serve net --socket {sock} --mode {mode}'
+# The backend must print "RESULT ... RX-packets=N TX-packets=N" when it exits on SIGTERM.
+#
+# Checks (each a fresh backend):
+#   1. virtio-user txonly 64 B for 3 s -> backend rxonly: driver TX-packets == backend RX-packets
+#   2. virtio-user sends exactly 10007 frames -> backend macswap -> virtio-user: both directions exact
+#   3. the same with backend loopback, 1500 B frames, packed ring
+#   4. Linux guest (QEMU TCG): 10 pings + 20000 pktgen frames -> backend rxonly: guest tx == backend RX
+#   5. Linux guest: 10 pings + 5000 pktgen frames -> backend macswap: both directions exact
+# --quick: only 1, 2 and 4. --no-guest: skip 4 and 5.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+tmpl='' quick=0 guest=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --backend) tmpl=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    --no-guest) guest=0; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+    *) peers_die "unknown argument: $1" ;;
+  esac
+done
+
+backend_for() {   # backend_for MODE -> command template
+  local mode=$1
+  if [ -z "$tmpl" ]; then
+    [ "$mode" = loopback ] && mode=io
+    echo "$PEERS_DIR/testpmd-vhost.sh --socket {sock} --mode $mode --lcores 0@{cpu},1@{cpu}"
+  else
+    echo "${tmpl//\{mode\}/$mode}"
+  fi
+}
+
+work=$(mktemp -d /tmp/v4j-selftest.XXXXXX)
+peers_on_exit_rm "$work"
+passed=0 failed=0
+check() {   # check NAME command...
+  local name=$1 t0 out rc=0
+  shift
+  t0=$(peers_now)
+  out=$("$@" 2>"$work/err") || rc=$?
+  if [ "$rc" = 0 ] && grep -q '^CHECK ok' <<<"$out"; then
+    passed=$((passed + 1))
+    echo "PASS $name ($(peers_elapsed "$t0") s): $(grep '^CHECK' <<<"$out")"
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name ($(peers_elapsed "$t0") s, exit $rc)"
+    printf '%s\n' "$out" | sed 's/^/    /'
+    tail -n 15 "$work/err" | sed 's/^/    /'
+  fi
+}
+
+vu="$PEERS_DIR/testpmd-virtio-user.sh"
+qg="$PEERS_DIR/qemu-guest.sh"
+check "virtio-user txonly 64B 3s -> rxonly" \
+  "$vu" --backend-cmd "$(backend_for rxonly)" --mode txonly --frame-size 64 --duration 3
+check "virtio-user 10007 frames -> macswap -> virtio-user" \
+  "$vu" --backend-cmd "$(backend_for macswap)" --packets 10007 --round-frames 512
+if [ "$quick" = 0 ]; then
+  check "virtio-user 10007 x 1500B packed -> loopback -> virtio-user" \
+    "$vu" --backend-cmd "$(backend_for loopback)" --packets 10007 --round-frames 512 --frame-size 1500 --vdev-args packed_vq=1
+fi
+if [ "$guest" = 1 ]; then
+  check "guest ping 10 + pktgen 20000 -> rxonly" \
+    "$qg" --backend-cmd "$(backend_for rxonly)" --socket "$work/g1.sock" --ping 10 --pktgen 20000 --check
+  if [ "$quick" = 0 ]; then
+    check "guest ping 10 + pktgen 5000 -> macswap -> guest" \
+      "$qg" --backend-cmd "$(backend_for macswap)" --socket "$work/g2.sock" --ping 10 --pktgen 5000 --check
+  fi
+fi
+echo "selftest: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,48 @@
+package io.virtio4j.vhost.backend;
+
+import io.virtio4j.core.policy.VirtioFeatures;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/** A device that processes nothing: it offers VERSION_1 and EVENT_IDX, has {@code queues} queues and records calls. */
+final class FakeDevice implements VirtioDevice {
+    static final long FEATURES = VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX);
+
+    private final int queues;
+    final List<String> calls = new CopyOnWriteArrayList<>();
+
+    FakeDevice(int queues) {
+        this.queues = queues;
+    }
+
+    @Override
+    public long features() {
+        return FEATURES;
+    }
+
+    @Override
+    public int maxQueues() {
+        return queues;
+    }
+
+    @Override
+    public byte[] config() {
+        return new byte[] {1, 2, 3, 4, 5, 6, 7, 8};
+    }
+
+    @Override
+    public void startQueue(int index, QueueContext queue) {
+        calls.add("start " + index);
+    }
+
+    @Override
+    public void stopQueue(int index) {
+        calls.add("stop " + index);
+    }
+
+    @Override
+    public void reset() {
+        calls.add("reset");
+    }
+}

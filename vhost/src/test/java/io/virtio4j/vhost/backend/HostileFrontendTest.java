@@ -1,0 +1,554 @@
+package io.virtio4j.vhost.backend;
+
+import io.virtio4j.os.Errno;
+import io.virtio4j.os.EventFd;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.LinuxException;
+import io.virtio4j.os.Memfd;
+import io.virtio4j.os.UnixSocket;
+import io.virtio4j.vhost.frontend.VhostUserFrontend;
+import io.virtio4j.vhost.frontend.VhostUserFrontend.Reply;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
+import io.virtio4j.vhost.protocol.Request;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.ThrowingConsumer;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A hostile front-end against the back-end's framing and protocol checks, one case per test. Each case asserts
+ * the specific outcome the back-end's error policy promises:
+ * <ul>
+ * <li>bad framing (version bits, REPLY flag, a size the request cannot have, descriptors where none or fewer
+ *     belong): the connection is closed, whatever was negotiated;</li>
+ * <li>a well-framed message that breaks the protocol: a failure REPLY_ACK (u64 != 0) when REPLY_ACK is
+ *     negotiated and NEED_REPLY set, after which the same connection keeps working; otherwise the connection is
+ *     closed.</li>
+ * </ul>
+ * Then a new connection to the same server must still get the right GET_FEATURES answer, and no descriptor may
+ * be left open in this JVM (front-end and back-end both live here) besides the server's listening socket.
+ */
+class HostileFrontendTest {
+    private static final Duration WATCHDOG = Duration.ofSeconds(30);
+    private static final long BIT30 = bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
+    private static final long OFFERED = FakeDevice.FEATURES | BIT30;
+    private static final int V = ProtocolFeatures.VERSION;
+    private static final int NEED = ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_NEED_REPLY;
+    private static final long PROTOCOL = bit(ProtocolFeatures.MQ) | bit(ProtocolFeatures.CONFIG)
+            | bit(ProtocolFeatures.STATUS) | bit(ProtocolFeatures.CONFIGURE_MEM_SLOTS) | bit(ProtocolFeatures.RESET_DEVICE);
+    private static final long USER = 0x7000_0000_0000L;
+    private static final int MEM = 64 * 1024;
+
+    private Map<Integer, String> fdsBefore;
+    private TestServer server;
+
+    @BeforeEach
+    void startServer() {
+        fdsBefore = OpenFds.snapshot();
+        server = new TestServer(2); // one queue pair's worth of rings
+        assertTimeoutPreemptively(WATCHDOG, this::assertNewConnectionAnswers);
+        OpenFds.assertBackTo(fdsBefore, 1); // the listening socket
+    }
+
+    @AfterEach
+    void stopServer() {
+        try {
+            server.close();
+        } finally {
+            OpenFds.assertBackTo(fdsBefore);
+        }
+    }
+
+    // ---- the frame of every case ----
+
+    /**
+     * Negotiates (with or without REPLY_ACK), runs {@code attack}, closes the connection, checks a new one is
+     * answered and that every descriptor opened meanwhile (here or in the back-end) is closed again.
+     */
+    private void attack(boolean replyAck, ThrowingConsumer<VhostUserFrontend> attack) {
+        Map<Integer, String> fds = OpenFds.snapshot(); // the listening socket, and the test's own memfds and eventfds
+        assertTimeoutPreemptively(WATCHDOG, () -> {
+            try (VhostUserFrontend fe = negotiated(replyAck)) {
+                attack.accept(fe);
+            }
+            server.assertServing();
+            assertNewConnectionAnswers();
+        });
+        OpenFds.assertBackTo(fds);
+    }
+
+    private VhostUserFrontend negotiated(boolean replyAck) {
+        VhostUserFrontend fe = server.connect();
+        try {
+            assertEquals(OFFERED, fe.getFeatures());
+            fe.setFeatures(OFFERED);
+            assertEquals(ProtocolFeatures.OFFERED, fe.getProtocolFeatures());
+            fe.setProtocolFeatures(PROTOCOL | (replyAck ? bit(ProtocolFeatures.REPLY_ACK) : 0));
+            fe.setOwner();
+            return fe;
+        } catch (RuntimeException | Error e) {
+            fe.close();
+            throw e;
+        }
+    }
+
+    private void assertNewConnectionAnswers() {
+        try (VhostUserFrontend fe = server.connect()) {
+            assertEquals(OFFERED, fe.getFeatures(), "GET_FEATURES on a new connection");
+        }
+    }
+
+    /** The back-end closed the connection: end of stream, or a reset when it left our bytes unread. */
+    private static void expectClosed(VhostUserFrontend fe) {
+        Reply r;
+        try {
+            r = fe.receive();
+        } catch (LinuxException e) {
+            assertEquals(Errno.ECONNRESET, e.errno(), "receive after the back-end's close: " + e.getMessage());
+            return;
+        }
+        if (r != null) {
+            throw new AssertionError("expected the back-end to close the connection, got a reply to "
+                    + Request.nameOf(r.request()) + " with flags 0x" + Integer.toHexString(r.flags()) + " and "
+                    + r.payload().length + " bytes");
+        }
+    }
+
+    /** A failure REPLY_ACK for {@code request}; then the same connection must still answer correctly. */
+    private static void expectFailureAck(VhostUserFrontend fe, int request) {
+        Reply r = fe.receive();
+        assertNotNull(r, "the back-end closed the connection instead of answering with a failure REPLY_ACK");
+        assertEquals(request, r.request(), "reply's request code");
+        assertEquals(ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY, r.flags(), "reply flags");
+        assertEquals(8, r.payload().length, "REPLY_ACK payload size");
+        assertNotEquals(0, r.u64(), "REPLY_ACK status must report the failure");
+        assertEquals(OFFERED, fe.getFeatures(), "the connection goes on after a refused request");
+    }
+
+    private static void expectSuccessAck(VhostUserFrontend fe, int request) {
+        Reply r = fe.receive();
+        assertNotNull(r, "the back-end closed the connection instead of acknowledging");
+        assertEquals(request, r.request());
+        assertEquals(ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY, r.flags());
+        assertEquals(0, r.u64(), "REPLY_ACK status of a valid request");
+    }
+
+    // ---- payloads ----
+
+    private static ByteBuffer buf(int n) {
+        return ByteBuffer.allocate(n).order(ByteOrder.nativeOrder());
+    }
+
+    private static byte[] u64(long v) {
+        return buf(8).putLong(v).array();
+    }
+
+    private static byte[] state(int index, int num) {
+        return buf(8).putInt(index).putInt(num).array();
+    }
+
+    /** A memory table header announcing {@code nregions}, followed by {@code regions} (gpa, size, uaddr, offset each). */
+    private static byte[] memTable(int nregions, long[]... regions) {
+        ByteBuffer b = buf(8 + 32 * regions.length).putInt(nregions).putInt(0);
+        for (long[] r : regions) {
+            b.putLong(r[0]).putLong(r[1]).putLong(r[2]).putLong(r[3]);
+        }
+        return b.array();
+    }
+
+    private static long[] region(long gpa, long size, long uaddr, long offset) {
+        return new long[] {gpa, size, uaddr, offset};
+    }
+
+    private static byte[] vringAddr(int index, long desc, long used, long avail) {
+        return buf(40).putInt(index).putInt(0).putLong(desc).putLong(used).putLong(avail).putLong(0).array();
+    }
+
+    private static EventFd eventFd() {
+        return EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+    }
+
+    // ---- bad framing: the connection is closed ----
+
+    @ParameterizedTest(name = "flags 0x{0}")
+    @ValueSource(ints = {0x0, 0x2, 0x3, 0x8})
+    void badVersionBitsCloseTheConnection(int flags) {
+        attack(false, fe -> {
+            fe.sendRaw(Request.SET_FEATURES.code(), flags, u64(OFFERED));
+            expectClosed(fe);
+        });
+    }
+
+    @Test
+    void replyFlagFromTheFrontEndClosesTheConnection() {
+        attack(false, fe -> {
+            fe.sendRaw(Request.GET_FEATURES.code(), V | ProtocolFeatures.FLAG_REPLY, new byte[0]);
+            expectClosed(fe);
+        });
+    }
+
+    @Test
+    void setFeaturesWithSixteenBytesClosesTheConnection() {
+        attack(false, fe -> {
+            fe.sendRaw(Request.SET_FEATURES.code(), V, new byte[16]);
+            expectClosed(fe);
+        });
+    }
+
+    @Test
+    void getFeaturesLargerThanAnyPayloadClosesTheConnection() {
+        attack(false, fe -> {
+            fe.sendRaw(Request.GET_FEATURES.code(), V, new byte[300]);
+            expectClosed(fe);
+        });
+    }
+
+    @Test
+    void memTableLongerThanEightRegionsClosesTheConnection() {
+        attack(false, fe -> {
+            long[][] nine = new long[9][];
+            for (int i = 0; i < 9; i++) {
+                nine[i] = region((long) i * MEM, MEM, USER + (long) i * MEM, 0);
+            }
+            fe.sendRaw(Request.SET_MEM_TABLE.code(), V, memTable(9, nine));
+            expectClosed(fe);
+        });
+    }
+
+    @Test
+    void twoEventFdsWithSetVringKickCloseTheConnection() {
+        try (EventFd a = eventFd(); EventFd b = eventFd()) {
+            attack(false, fe -> {
+                fe.sendRaw(Request.SET_VRING_KICK.code(), V, u64(0), a.fileDescriptor(), b.fileDescriptor());
+                expectClosed(fe);
+            });
+        }
+    }
+
+    @Test
+    void anFdWithSetFeaturesClosesTheConnection() {
+        try (EventFd a = eventFd()) {
+            attack(false, fe -> {
+                fe.sendRaw(Request.SET_FEATURES.code(), V, u64(OFFERED), a.fileDescriptor());
+                expectClosed(fe);
+            });
+        }
+    }
+
+    @Test
+    void anFdWithGetFeaturesClosesTheConnection() {
+        try (EventFd a = eventFd()) {
+            attack(false, fe -> {
+                fe.sendRaw(Request.GET_FEATURES.code(), V, new byte[0], a.fileDescriptor());
+                expectClosed(fe);
+            });
+        }
+    }
+
+    /** Bad framing is never answered, even when the front-end asks for an acknowledgement. */
+    @Test
+    void badFramingClosesEvenWithReplyAckAndNeedReply() {
+        try (EventFd a = eventFd()) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_FEATURES.code(), NEED, u64(OFFERED), a.fileDescriptor());
+                expectClosed(fe);
+            });
+        }
+    }
+
+    /** Descriptors must come with a message's first byte; here they ride on the payload. */
+    @Test
+    void anFdArrivingWithThePayloadClosesTheConnection() {
+        try (EventFd a = eventFd()) {
+            Map<Integer, String> fds = OpenFds.snapshot();
+            assertTimeoutPreemptively(WATCHDOG, () -> {
+                UnixSocket raw = UnixSocket.connect(server.path());
+                try (Arena arena = Arena.ofConfined(); VhostUserFrontend fe = VhostUserFrontend.over(raw)) {
+                    MemorySegment m = arena.allocate(12 + 8, 8);
+                    m.set(ValueLayout.JAVA_INT, 0, Request.SET_VRING_CALL.code());
+                    m.set(ValueLayout.JAVA_INT, 4, V);
+                    m.set(ValueLayout.JAVA_INT, 8, 8);
+                    m.set(ValueLayout.JAVA_LONG_UNALIGNED, 12, 0);
+                    raw.sendmsg(m, 12);
+                    raw.sendmsg(m.asSlice(12), 8, a.fileDescriptor());
+                    expectClosed(fe);
+                }
+                assertNewConnectionAnswers();
+            });
+            OpenFds.assertBackTo(fds);
+        }
+    }
+
+    @Test
+    void aHeaderAnnouncingEightBytesThenThePeerClosing() {
+        attack(false, fe -> fe.sendHeaderOnly(Request.SET_FEATURES.code(), V, 8));
+    }
+
+    @Test
+    void aHalfHeaderThenThePeerClosing() {
+        Map<Integer, String> fds = OpenFds.snapshot();
+        try (UnixSocket s = UnixSocket.connect(server.path()); Arena arena = Arena.ofConfined()) {
+            MemorySegment m = arena.allocate(12, 8);
+            m.set(ValueLayout.JAVA_INT, 0, Request.GET_FEATURES.code());
+            s.sendmsg(m, 6);
+        }
+        assertTimeoutPreemptively(WATCHDOG, this::assertNewConnectionAnswers);
+        OpenFds.assertBackTo(fds);
+    }
+
+    // ---- protocol errors with REPLY_ACK: a failure reply, the connection goes on ----
+
+    @Test
+    void unknownRequestGetsAFailureReply() {
+        attack(true, fe -> {
+            fe.sendRaw(99, NEED, new byte[0]);
+            expectFailureAck(fe, 99);
+        });
+    }
+
+    @Test
+    void unknownRequestWithAnFdGetsAFailureReplyAndTheFdIsClosed() {
+        try (EventFd a = eventFd()) {
+            attack(true, fe -> {
+                fe.sendRaw(99, NEED, u64(0), a.fileDescriptor());
+                expectFailureAck(fe, 99);
+            });
+        }
+    }
+
+    @Test
+    void ringIndexBeyondTheQueuesGetsAFailureReply() {
+        attack(true, fe -> {
+            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(7, 256));
+            expectFailureAck(fe, Request.SET_VRING_NUM.code());
+        });
+    }
+
+    @ParameterizedTest(name = "queue size {0}")
+    @ValueSource(ints = {0, 3, 65536})
+    void badQueueSizeGetsAFailureReply(int size) {
+        attack(true, fe -> {
+            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(0, size));
+            expectFailureAck(fe, Request.SET_VRING_NUM.code());
+            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(0, 256));
+            expectSuccessAck(fe, Request.SET_VRING_NUM.code());
+        });
+    }
+
+    @Test
+    void memTableWithNoRegionsGetsAFailureReply() {
+        attack(true, fe -> {
+            fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(0));
+            expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+        });
+    }
+
+    @Test
+    void memTableAnnouncingNineRegionsGetsAFailureReply() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(9, region(0, MEM, USER, 0)), mem);
+                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+            });
+        }
+    }
+
+    @Test
+    void memTableWhoseSizeDoesNotMatchItsRegionsGetsAFailureReply() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(2, region(0, MEM, USER, 0)), mem, mem);
+                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+            });
+        }
+    }
+
+    @Test
+    void memTableWithFewerFdsThanRegionsGetsAFailureReply() {
+        try (FileDescriptor mem = Memfd.create("hostile", 2 * MEM)) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED,
+                        memTable(2, region(0, MEM, USER, 0), region(MEM, MEM, USER + MEM, MEM)), mem);
+                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+            });
+        }
+    }
+
+    @Test
+    void memTableWithOverlappingGuestAddressesGetsAFailureReply() {
+        try (FileDescriptor mem = Memfd.create("hostile", 2 * MEM)) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED,
+                        memTable(2, region(0, MEM, USER, 0), region(MEM / 2, MEM, USER + 4 * MEM, MEM)), mem, mem);
+                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+            });
+        }
+    }
+
+    @Test
+    void memTableWithOverlappingUserAddressesGetsAFailureReply() {
+        try (FileDescriptor mem = Memfd.create("hostile", 2 * MEM)) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED,
+                        memTable(2, region(0, MEM, USER, 0), region(4 * MEM, MEM, USER + MEM / 2, MEM)), mem, mem);
+                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+            });
+        }
+    }
+
+    @Test
+    void memTableWithAZeroSizedRegionGetsAFailureReply() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, region(0, 0, USER, 0)), mem);
+                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+            });
+        }
+    }
+
+    @Test
+    void memTableWrappingTheAddressSpaceGetsAFailureReply() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, region(-4096, MEM, USER, 0)), mem);
+                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+            });
+        }
+    }
+
+    /**
+     * A region reaching past the end of its memfd must be refused before anything is mapped: touching a page
+     * beyond the end of the file would raise SIGBUS and kill this JVM. A valid table is accepted afterwards.
+     */
+    @ParameterizedTest(name = "mmap_offset {0}")
+    @ValueSource(longs = {0, 4096, 100, MEM})
+    void memTableBeyondTheEndOfTheMemfdGetsAFailureReply(long mmapOffset) {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
+            attack(true, fe -> {
+                long size = mmapOffset == 0 ? 2L * MEM : MEM - mmapOffset + 4096;
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, region(0, size, USER, mmapOffset)), mem);
+                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+                fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM - 4096, USER, 4096, mem)));
+            });
+        }
+    }
+
+    /** Ring addresses outside every region: nothing is started, the request that would start the ring fails. */
+    @Test
+    void ringOutsideEveryRegionFailsWhenEnabled() {
+        ringOutsideEveryRegion(true);
+    }
+
+    @Test
+    void ringOutsideEveryRegionFailsOnTheKick() {
+        ringOutsideEveryRegion(false);
+    }
+
+    private void ringOutsideEveryRegion(boolean kickFirst) {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, fe -> {
+                fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
+                fe.setVringNum(0, 256);
+                fe.setVringCall(0, call);
+                // desc would be inside, but the avail and used rings lie beyond the region's end
+                fe.sendRaw(Request.SET_VRING_ADDR.code(), NEED, vringAddr(0, USER, USER + MEM + 8192, USER + MEM));
+                expectSuccessAck(fe, Request.SET_VRING_ADDR.code());
+                if (kickFirst) {
+                    fe.setVringKick(0, kick);
+                    fe.sendRaw(Request.SET_VRING_ENABLE.code(), NEED, state(0, 1));
+                    expectFailureAck(fe, Request.SET_VRING_ENABLE.code());
+                } else {
+                    fe.setVringEnable(0, true);
+                    fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(0), kick.fileDescriptor());
+                    expectFailureAck(fe, Request.SET_VRING_KICK.code());
+                }
+                assertFalse(server.device.calls.contains("start 0"), "ring 0 was started: " + server.device.calls);
+                // the front-end may correct the addresses (gpa != user address: the user address counts)
+                fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+                fe.setVringKick(0, kick);
+                assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
+            });
+        }
+    }
+
+    /** The positive control of the ring cases: ring areas given by user address, a GPA elsewhere. */
+    @Test
+    void ringInsideTheRegionStarts() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, fe -> {
+                fe.setMemTable(List.of(new VhostUserFrontend.Region(0x1_0000_0000L, MEM, USER, 0, mem)));
+                fe.setVringNum(1, 256);
+                fe.setVringAddr(1, USER, USER + 8192, USER + 4096);
+                fe.setVringCall(1, call);
+                fe.setVringKick(1, kick);
+                fe.setVringEnable(1, true);
+                assertEquals(List.of("start 1"), server.device.calls.stream().filter(c -> c.startsWith("start")).toList());
+                assertEquals(0, fe.getVringBase(1), "GET_VRING_BASE of an untouched ring");
+                assertTrue(server.device.calls.contains("stop 1"));
+            });
+        }
+    }
+
+    @Test
+    void nofdWithAnFdGetsAFailureReplyAndTheFdIsClosed() {
+        try (EventFd a = eventFd()) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(ProtocolFeatures.VRING_NOFD_MASK), a.fileDescriptor());
+                expectFailureAck(fe, Request.SET_VRING_KICK.code());
+            });
+        }
+    }
+
+    @Test
+    void kickWithoutFdOrNofdGetsAFailureReply() {
+        attack(true, fe -> {
+            fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(0));
+            expectFailureAck(fe, Request.SET_VRING_KICK.code());
+        });
+    }
+
+    // ---- protocol errors without an acknowledgement asked for: the connection is closed ----
+
+    @Test
+    void protocolErrorWithoutReplyAckClosesTheConnection() {
+        attack(false, fe -> {
+            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(0, 3));
+            expectClosed(fe);
+        });
+    }
+
+    @Test
+    void protocolErrorWithoutNeedReplyClosesTheConnection() {
+        attack(true, fe -> {
+            fe.sendRaw(Request.SET_VRING_NUM.code(), V, state(0, 3));
+            expectClosed(fe);
+        });
+    }
+
+    @Test
+    void unknownRequestWithoutReplyAckClosesTheConnection() {
+        attack(false, fe -> {
+            fe.sendRaw(99, V, new byte[0]);
+            expectClosed(fe);
+        });
+    }
+}
