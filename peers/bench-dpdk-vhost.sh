@@ -34,6 +34,8 @@
 #   --driver-cpu N       (default 1)
 #   --driver-args "..."  extra arguments for testpmd-virtio-user.sh (e.g. "--vdev-args packed_vq=1")
 #   --out FILE           also append RUN/SUMMARY lines to FILE
+#   --wait-idle PCT      before each run, wait until the machine is at most PCT % busy (1 s samples),
+#                        for up to --wait-idle-timeout seconds (default 120; then run anyway)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -42,7 +44,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
 dpdk_backend="$PEERS_DIR/testpmd-vhost.sh --socket {sock} --mode rxonly --lcores 0@{cpu},1@{cpu}"
 reps=3 sizes="64 1500" duration=5 warmup=1 backend_a=$dpdk_backend backend_b=${BACKEND_CMD:-}
-backend_cpu=0 driver_cpu=1 driver_args='' out=''
+backend_cpu=0 driver_cpu=1 driver_args='' out='' idle_pct='' idle_timeout=120
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) reps=$2; shift 2 ;;
@@ -55,6 +57,8 @@ while [ $# -gt 0 ]; do
     --driver-cpu) driver_cpu=$2; shift 2 ;;
     --driver-args) driver_args=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --wait-idle) idle_pct=$2; shift 2 ;;
+    --wait-idle-timeout) idle_timeout=$2; shift 2 ;;
     -h | --help) usage ;;
     *) peers_log "unknown argument: $1"; usage ;;
   esac
@@ -89,6 +93,10 @@ run_one() {   # run_one LABEL TEMPLATE SIZE REP
   local label=$1 tmpl=$2 size=$3 rep=$4 sock res bres pps tx brx exact b p0 p1 bt0 bc0 bc1 bcpu rc=0
   sock="$work/vhost-$label-$size-$rep.sock"
   b=$(busy)
+  if [ -n "$idle_pct" ] && [ "$b" -gt "$idle_pct" ]; then
+    local deadline=$(($(date +%s) + idle_timeout))
+    while [ "$b" -gt "$idle_pct" ] && [ "$(date +%s)" -lt "$deadline" ]; do b=$(busy); done
+  fi
   p0=$(probe)
   peers_backend_start "$tmpl" "$sock" "$backend_cpu" "$work/backend-$label-$size-$rep"
   bt0=$(peers_now)

@@ -45,6 +45,8 @@ peers_on_exit_kill_group() { PEERS_CLEAN_PGIDS+=("$1"); }
 peers_on_exit_rm() { PEERS_CLEAN_PATHS+=("$@"); }
 peers_on_exit_call() { PEERS_CLEAN_HOOKS+=("$1"); }
 trap peers_cleanup EXIT
+# set -e exits silently: say where
+trap 'peers_log "failed (status $?) at line $LINENO: $BASH_COMMAND"' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap '' PIPE   # a peer that died must not kill us through a FIFO write: we see EPIPE instead
@@ -97,7 +99,8 @@ peers_cputicks() {
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 peers_tree_cputicks() {   # a process and all its descendants (they may have their own sessions)
-  cat /proc/[0-9]*/stat 2>/dev/null |
+  # processes come and go while we read: cat's failure on a vanished one must not fail the pipeline
+  { cat /proc/[0-9]*/stat 2>/dev/null || true; } |
     awk -v root="$1" '{ pid = $1; sub(/^.*\) /, ""); pp[pid] = $2; t[pid] = $12 + $13 }
       END { for (p in t) { q = p; while (q != "" && q != 0 && q != root) q = pp[q]; if (q == root) s += t[p] } print s + 0 }'
 }

@@ -37,7 +37,8 @@
 #                        52:54:00:12:34:56 / 02:00:00:00:00:01; a documentation range, the frames never
 #                        leave the vhost-user socket)
 #   --cpu N              CPU for QEMU (default 1)
-#   --accel A            tcg (default) or kvm
+#   --accel A            tcg (default) or kvm (/dev/kvm exists on this kind of machine, but a KVM guest
+#                        with this kernel hangs without a line of output: nested PVM)
 #   --mem MB             guest RAM, a shared memfd (default 256)
 #   --timeout S          kill the guest after S seconds (default 100)
 #   --console FILE       keep the serial console log there (default: temporary)
