@@ -13,9 +13,6 @@ import io.virtio4j.vhost.backend.QueueContext;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ExecutionException;
 import java.util.logging.Logger;
 
 /**
@@ -43,8 +40,7 @@ final class QueuePairWorker implements Runnable, PairWorker {
     private final int cpu;
     private final boolean mergeable;
     private final NetStats stats = new NetStats();
-    private final ConcurrentLinkedQueue<Runnable> mailbox = new ConcurrentLinkedQueue<>();
-    private final EventFd wake = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+    private final WorkerMailbox mailbox;
     private final Thread thread;
     private volatile boolean shutdown;
 
@@ -63,6 +59,7 @@ final class QueuePairWorker implements Runnable, PairWorker {
         this.weight = weight;
         this.cpu = cpu;
         this.mergeable = mergeable;
+        this.mailbox = new WorkerMailbox("queue pair " + pair + " worker");
         this.thread = new Thread(this, "virtio4j-net-pair" + pair);
         this.thread.setDaemon(true);
         this.thread.start();
@@ -78,31 +75,10 @@ final class QueuePairWorker implements Runnable, PairWorker {
         return thread.threadId();
     }
 
-    /** Runs {@code action} on the worker thread and waits for it. */
-    private void onWorker(Runnable action) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        mailbox.add(() -> {
-            try {
-                action.run();
-                done.complete(null);
-            } catch (Throwable t) {
-                done.completeExceptionally(t);
-            }
-        });
-        wake.write(1);
-        try {
-            done.get();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while waiting for queue pair " + pair, e);
-        } catch (ExecutionException e) {
-            throw new IllegalStateException("queue pair " + pair + " worker failed", e.getCause());
-        }
-    }
 
     @Override
     public void attach(boolean receive, QueueContext q) {
-        onWorker(() -> {
+        mailbox.runOnWorker(() -> {
             if (receive) {
                 rx = q;
             } else {
@@ -115,7 +91,7 @@ final class QueuePairWorker implements Runnable, PairWorker {
 
     @Override
     public void detach(boolean receive) {
-        onWorker(() -> {
+        mailbox.runOnWorker(() -> {
             if (receive) {
                 flush(rx);
                 rx = null;
@@ -130,13 +106,13 @@ final class QueuePairWorker implements Runnable, PairWorker {
     @Override
     public void shutdown() {
         shutdown = true;
-        wake.write(1);
+        mailbox.poke();
         try {
             thread.join(5000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        wake.close();
+        mailbox.close();
     }
 
     private void watch(QueueContext q, boolean on) {
@@ -162,7 +138,7 @@ final class QueuePairWorker implements Runnable, PairWorker {
         try (Arena arena = Arena.ofConfined(); Epoll ep = Epoll.create(4)) {
             epoll = ep;
             frame = arena.allocate(MAX_FRAME + NetFeatures.HDR_LEN, 64);
-            epoll.add(wake.fileDescriptor(), Epoll.EPOLLIN, WAKE);
+            epoll.add(mailbox.wakeFd().fileDescriptor(), Epoll.EPOLLIN, WAKE);
             loop();
         } catch (Throwable t) {
             LOG.severe("queue pair " + pair + " worker died: " + t);
@@ -173,9 +149,7 @@ final class QueuePairWorker implements Runnable, PairWorker {
         long idleSince = 0;
         boolean kicksArmed = false;
         while (!shutdown) {
-            Runnable r;
-            while ((r = mailbox.poll()) != null) {
-                r.run();
+            if (mailbox.drain()) {
                 kicksArmed = false;
             }
             int done = round();
@@ -224,7 +198,7 @@ final class QueuePairWorker implements Runnable, PairWorker {
         for (int i = 0; i < n; i++) {
             long data = epoll.data(i);
             if (data == WAKE) {
-                wake.tryRead();
+                mailbox.clearWake();
             } else if (tx != null && tx.kick() != null && data == tx.index()) {
                 if (tx.kick().tryRead() != 0) {
                     stats.kicks++;

@@ -14,9 +14,6 @@ import io.virtio4j.vhost.backend.QueueContext;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ExecutionException;
 import java.util.logging.Logger;
 
 /**
@@ -74,8 +71,7 @@ final class TapPairWorker implements Runnable, PairWorker {
     private final int cpu;
     private final boolean mergeable;
     private final NetStats stats = new NetStats();
-    private final ConcurrentLinkedQueue<Runnable> mailbox = new ConcurrentLinkedQueue<>();
-    private final EventFd wake = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+    private final WorkerMailbox mailbox;
     private final Thread thread;
     private volatile boolean shutdown;
 
@@ -119,6 +115,7 @@ final class TapPairWorker implements Runnable, PairWorker {
         this.weight = weight;
         this.cpu = cpu;
         this.mergeable = mergeable;
+        this.mailbox = new WorkerMailbox("queue pair " + pair + " worker");
         this.thread = new Thread(this, "virtio4j-net-pair" + pair);
         this.thread.setDaemon(true);
         this.thread.start();
@@ -134,31 +131,10 @@ final class TapPairWorker implements Runnable, PairWorker {
         return thread.threadId();
     }
 
-    /** Runs {@code action} on the worker thread and waits for it. */
-    private void onWorker(Runnable action) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        mailbox.add(() -> {
-            try {
-                action.run();
-                done.complete(null);
-            } catch (Throwable t) {
-                done.completeExceptionally(t);
-            }
-        });
-        wake.write(1);
-        try {
-            done.get();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while waiting for queue pair " + pair, e);
-        } catch (ExecutionException e) {
-            throw new IllegalStateException("queue pair " + pair + " worker failed", e.getCause());
-        }
-    }
 
     @Override
     public void attach(boolean receive, QueueContext q) {
-        onWorker(() -> {
+        mailbox.runOnWorker(() -> {
             if (receive) {
                 rx = q;
                 rxStarved = false;
@@ -180,7 +156,7 @@ final class TapPairWorker implements Runnable, PairWorker {
 
     @Override
     public void detach(boolean receive) {
-        onWorker(() -> {
+        mailbox.runOnWorker(() -> {
             if (receive) {
                 flush(rx);
                 watchKick(rx, false);
@@ -199,13 +175,13 @@ final class TapPairWorker implements Runnable, PairWorker {
     @Override
     public void shutdown() {
         shutdown = true;
-        wake.write(1);
+        mailbox.poke();
         try {
             thread.join(5000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        wake.close();
+        mailbox.close();
     }
 
     private void watchKick(QueueContext q, boolean on) {
@@ -233,7 +209,7 @@ final class TapPairWorker implements Runnable, PairWorker {
             rxFrame = arena.allocate(STAGING, 64);
             txFrame = arena.allocate(STAGING, 64);
             delivery = new RxDelivery(mergeable);
-            epoll.add(wake.fileDescriptor(), Epoll.EPOLLIN, WAKE);
+            epoll.add(mailbox.wakeFd().fileDescriptor(), Epoll.EPOLLIN, WAKE);
             loop();
         } catch (Throwable t) {
             LOG.severe("queue pair " + pair + " tap worker died: " + t);
@@ -246,12 +222,7 @@ final class TapPairWorker implements Runnable, PairWorker {
 
     private void loop() {
         while (!shutdown) {
-            boolean mail = false;
-            Runnable r;
-            while ((r = mailbox.poll()) != null) {
-                r.run();
-                mail = true;
-            }
+            boolean mail = mailbox.drain();
             int work = handleTx() + handleRx();
             if (woke) {
                 woke = false;
@@ -501,7 +472,7 @@ final class TapPairWorker implements Runnable, PairWorker {
         for (int i = 0; i < n; i++) {
             long data = epoll.data(i);
             if (data == WAKE) {
-                wake.tryRead();
+                mailbox.clearWake();
             } else if (data == TAP) {
                 int ev = epoll.events(i);
                 if ((ev & (Epoll.EPOLLIN | Epoll.EPOLLERR | Epoll.EPOLLHUP)) != 0) {
