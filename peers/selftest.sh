@@ -13,6 +13,7 @@
 # Checks (each a fresh backend):
 #   1. virtio-user txonly 64 B for 3 s -> backend rxonly: driver TX-packets == backend RX-packets
 #   2. virtio-user sends exactly 10007 frames -> backend macswap -> virtio-user: both directions exact
+#   2b. the same over 2 queue pairs (10008 frames; both sides started with 2 queues)
 #   3. the same with backend loopback, 1500 B frames, packed ring
 #   4. Linux guest (QEMU TCG): 10 pings + 20000 pktgen frames -> backend rxonly: guest tx == backend RX
 #   5. Linux guest: 10 pings + 5000 pktgen frames -> backend macswap: both directions exact
@@ -67,6 +68,8 @@ check "virtio-user txonly 64B 3s -> rxonly" \
   "$vu" --backend-cmd "$(backend_for rxonly)" --mode txonly --frame-size 64 --duration 3
 check "virtio-user 10007 frames -> macswap -> virtio-user" \
   "$vu" --backend-cmd "$(backend_for macswap)" --packets 10007 --round-frames 512
+check "virtio-user 2 queue pairs, 10008 frames -> macswap -> virtio-user" \
+  "$vu" --backend-cmd "$(backend_for macswap) --queues 2" --packets 10008 --round-frames 512 --queues 2
 if [ "$quick" = 0 ]; then
   check "virtio-user 10007 x 1500B packed -> loopback -> virtio-user" \
     "$vu" --backend-cmd "$(backend_for loopback)" --packets 10007 --round-frames 512 --frame-size 1500 --vdev-args packed_vq=1
