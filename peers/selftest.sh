@@ -13,7 +13,8 @@
 # Checks (each a fresh backend):
 #   1. virtio-user txonly 64 B for 3 s -> backend rxonly: driver TX-packets == backend RX-packets
 #   2. virtio-user sends exactly 10007 frames -> backend macswap -> virtio-user: both directions exact
-#   2b. the same over 2 queue pairs (10008 frames; both sides started with 2 queues)
+#   2a. virtio-user listens (server=1) and the backend connects to it as a client (ours: --connect PATH)
+#   2b. the same as 2 over 2 queue pairs (10008 frames; both sides started with 2 queues)
 #   3. the same with backend loopback, 1500 B frames, packed ring
 #   4. Linux guest (QEMU TCG): 10 pings + 20000 pktgen frames -> backend rxonly: guest tx == backend RX
 #   5. Linux guest: 10 pings + 5000 pktgen frames -> backend macswap: both directions exact
@@ -68,6 +69,13 @@ check "virtio-user txonly 64B 3s -> rxonly" \
   "$vu" --backend-cmd "$(backend_for rxonly)" --mode txonly --frame-size 64 --duration 3
 check "virtio-user 10007 frames -> macswap -> virtio-user" \
   "$vu" --backend-cmd "$(backend_for macswap)" --packets 10007 --round-frames 512
+client_backend() {   # the rxonly backend, connecting out to a front-end that listens
+  local t
+  t=$(backend_for rxonly)
+  if [ -z "$tmpl" ]; then echo "$t --client"; else echo "${t/--socket /--connect }"; fi
+}
+check "virtio-user listens (server=1), backend connects as client -> rxonly" \
+  "$vu" --server --backend-cmd "$(client_backend)" --mode txonly --frame-size 64 --duration 2
 check "virtio-user 2 queue pairs, 10008 frames -> macswap -> virtio-user" \
   "$vu" --backend-cmd "$(backend_for macswap) --queues 2" --packets 10008 --round-frames 512 --queues 2
 if [ "$quick" = 0 ]; then
