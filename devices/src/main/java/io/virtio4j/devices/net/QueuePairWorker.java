@@ -106,13 +106,7 @@ final class QueuePairWorker implements Runnable, PairWorker {
     @Override
     public void shutdown() {
         shutdown = true;
-        mailbox.poke();
-        try {
-            thread.join(5000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        mailbox.close();
+        mailbox.closeAfter(thread);
     }
 
     private void watch(QueueContext q, boolean on) {

@@ -175,13 +175,7 @@ final class TapPairWorker implements Runnable, PairWorker {
     @Override
     public void shutdown() {
         shutdown = true;
-        mailbox.poke();
-        try {
-            thread.join(5000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        mailbox.close();
+        mailbox.closeAfter(thread);
     }
 
     private void watchKick(QueueContext q, boolean on) {

@@ -47,9 +47,18 @@ final class WorkerMailbox implements AutoCloseable {
         }
     }
 
-    /** Wakes the worker without an action (e.g. to see a shutdown flag). */
-    void poke() {
+    /**
+     * Control thread, after setting the worker's shutdown flag: wakes the worker so it sees the flag, waits up
+     * to 5 s for it to end, then closes the wake-up eventfd.
+     */
+    void closeAfter(Thread worker) {
         wake.write(1);
+        try {
+            worker.join(5000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        close();
     }
 
     /** Worker: runs every pending action; returns whether there was any. */
