@@ -1,5 +1,7 @@
 package io.virtio4j.os;
 
+import io.virtio4j.testkit.NoFdLeaks;
+
 import java.io.File;
 import java.io.IOException;
 import java.lang.foreign.Arena;

@@ -1,5 +1,7 @@
 package io.virtio4j.os;
 
+import io.virtio4j.testkit.NoFdLeaks;
+
 import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;

@@ -1,5 +1,7 @@
 package io.virtio4j.os;
 
+import io.virtio4j.testkit.NoFdLeaks;
+
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;

@@ -1,5 +1,8 @@
 package io.virtio4j.os;
 
+import io.virtio4j.testkit.NoFdLeaks;
+import io.virtio4j.testkit.OpenFds;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -15,9 +18,9 @@ class FileDescriptorTest {
     void closeClosesOnceAndAgainDoesNothing() {
         FileDescriptor fd = Memfd.create("fd-test", 0);
         int n = fd.fd();
-        assertTrue(NoFdLeaks.isOpen(n));
+        assertTrue(OpenFds.isOpen(n));
         fd.close();
-        assertFalse(NoFdLeaks.isOpen(n));
+        assertFalse(OpenFds.isOpen(n));
         assertFalse(fd.isOpen());
         fd.close();
     }
@@ -36,10 +39,10 @@ class FileDescriptorTest {
         FileDescriptor fd = Memfd.create("fd-test", 0);
         int n = fd.release();
         fd.close(); // no longer ours to close
-        assertTrue(NoFdLeaks.isOpen(n));
+        assertTrue(OpenFds.isOpen(n));
         assertThrows(FileDescriptorClosedException.class, fd::fd);
         FileDescriptor.adopt(n).close();
-        assertFalse(NoFdLeaks.isOpen(n));
+        assertFalse(OpenFds.isOpen(n));
     }
 
     @Test

@@ -1,5 +1,7 @@
 package io.virtio4j.os;
 
+import io.virtio4j.testkit.NoFdLeaks;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

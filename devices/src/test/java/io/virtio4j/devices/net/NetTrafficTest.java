@@ -1,5 +1,7 @@
 package io.virtio4j.devices.net;
 
+import io.virtio4j.testkit.OpenFds;
+
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.VirtioNetGuest.RxFrame;
 import org.junit.jupiter.api.Test;

@@ -1,5 +1,7 @@
 package io.virtio4j.vhost.backend;
 
+import io.virtio4j.testkit.OpenFds;
+
 import io.virtio4j.os.Errno;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
