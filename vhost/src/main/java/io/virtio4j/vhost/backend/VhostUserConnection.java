@@ -7,6 +7,7 @@ import io.virtio4j.os.UnixSocket;
 import io.virtio4j.vhost.protocol.Message;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.protocol.Request;
+import io.virtio4j.vhost.protocol.U64;
 import io.virtio4j.vhost.protocol.VhostUserProtocolException;
 
 import java.lang.foreign.Arena;
@@ -82,7 +83,7 @@ public final class VhostUserConnection {
         } catch (VhostUserProtocolException e) {
             if (m.needReply() && session.replyAckNegotiated()) {
                 LOG.warning(peer + ": rejected " + e.getMessage());
-                sendReply(m.request(), u64(1));
+                sendReply(m.request(), new U64(1).encode());
                 return true;
             }
             LOG.warning(peer + ": closing connection: " + e.getMessage());
@@ -95,15 +96,9 @@ public final class VhostUserConnection {
         if (answer != null) {
             sendReply(m.request(), answer);
         } else if (m.needReply() && session.replyAckNegotiated()) {
-            sendReply(m.request(), u64(0));
+            sendReply(m.request(), new U64(0).encode());
         }
         return true;
-    }
-
-    private static byte[] u64(long v) {
-        byte[] b = new byte[8];
-        MemorySegment.ofArray(b).set(ValueLayout.JAVA_LONG_UNALIGNED, 0, v);
-        return b;
     }
 
     private void sendReply(int request, byte[] body) {
