@@ -4,6 +4,7 @@ import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.UnixSocket;
 import io.virtio4j.vhost.protocol.ConfigPayload;
+import io.virtio4j.vhost.protocol.Header;
 import io.virtio4j.vhost.protocol.MemoryRegionDescription;
 import io.virtio4j.vhost.protocol.MemoryTableDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
@@ -26,8 +27,6 @@ import java.util.List;
  * surfaces as {@link VhostUserRequestFailedException} at the call that caused it.
  */
 public final class VhostUserFrontend implements AutoCloseable {
-    private static final int HEADER = 12;
-
     /** A region of the front-end's memory: guest-physical and front-end-virtual address, and its fd. */
     public record Region(long guestPhysAddr, long size, long userAddr, long mmapOffset, FileDescriptor fd) {
         MemoryRegionDescription description() {
@@ -60,7 +59,7 @@ public final class VhostUserFrontend implements AutoCloseable {
 
     private final UnixSocket socket;
     private final Arena arena = Arena.ofConfined();
-    private final MemorySegment buf = arena.allocate(HEADER + 4096, 8);
+    private final MemorySegment buf = arena.allocate(Header.SIZE + 4096, 8);
     private boolean replyAck;
 
     private VhostUserFrontend(UnixSocket socket) {
@@ -79,36 +78,31 @@ public final class VhostUserFrontend implements AutoCloseable {
 
     /** Sends one message as given, without any check. */
     public void sendRaw(int request, int flags, byte[] payload, FileDescriptor... fds) {
-        buf.set(ValueLayout.JAVA_INT, 0, request);
-        buf.set(ValueLayout.JAVA_INT, 4, flags);
-        buf.set(ValueLayout.JAVA_INT, 8, payload.length);
-        MemorySegment.copy(MemorySegment.ofArray(payload), 0, buf, HEADER, payload.length);
-        socket.sendmsg(buf, HEADER + payload.length, fds);
+        new Header(request, flags, payload.length).writeTo(buf);
+        MemorySegment.copy(MemorySegment.ofArray(payload), 0, buf, Header.SIZE, payload.length);
+        socket.sendmsg(buf, Header.SIZE + payload.length, fds);
     }
 
     /** Sends a header announcing {@code size} payload bytes but only {@code payload}. */
     public void sendHeaderOnly(int request, int flags, int size) {
-        buf.set(ValueLayout.JAVA_INT, 0, request);
-        buf.set(ValueLayout.JAVA_INT, 4, flags);
-        buf.set(ValueLayout.JAVA_INT, 8, size);
-        socket.sendmsg(buf, HEADER);
+        new Header(request, flags, Integer.toUnsignedLong(size)).writeTo(buf);
+        socket.sendmsg(buf, Header.SIZE);
     }
 
     /** Receives one reply, or null when the back-end closed the connection. */
     public Reply receive() {
-        if (!readFully(0, HEADER)) {
+        if (!readFully(0, Header.SIZE)) {
             return null;
         }
-        int request = buf.get(ValueLayout.JAVA_INT, 0);
-        int flags = buf.get(ValueLayout.JAVA_INT, 4);
-        int size = buf.get(ValueLayout.JAVA_INT, 8);
-        if (size < 0 || size > 4096) {
-            throw new VhostUserRequestFailedException("reply to " + Request.nameOf(request) + " announces " + size + " bytes");
+        Header h = Header.read(buf);
+        if (h.size() > 4096) {
+            throw new VhostUserRequestFailedException("reply to " + Request.nameOf(h.request()) + " announces " + h.size()
+                    + " bytes");
         }
-        if (!readFully(HEADER, HEADER + size)) {
+        if (!readFully(Header.SIZE, Header.SIZE + h.size())) {
             return null;
         }
-        return new Reply(request, flags, buf.asSlice(HEADER, size).toArray(ValueLayout.JAVA_BYTE));
+        return new Reply(h.request(), h.flags(), buf.asSlice(Header.SIZE, h.size()).toArray(ValueLayout.JAVA_BYTE));
     }
 
     private boolean readFully(long from, long to) {
