@@ -9,6 +9,7 @@ import io.virtio4j.vhost.protocol.MemoryRegionDescription;
 import io.virtio4j.vhost.protocol.MemoryTableDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.protocol.Request;
+import io.virtio4j.vhost.protocol.SingleMemoryRegion;
 import io.virtio4j.vhost.protocol.U64;
 import io.virtio4j.vhost.protocol.VhostUserProtocolException;
 import io.virtio4j.vhost.protocol.VringAddress;
@@ -177,6 +178,20 @@ public final class VhostUserFrontend implements AutoCloseable {
     public void setMemTable(List<Region> regions) {
         MemoryTableDescription table = new MemoryTableDescription(regions.stream().map(Region::description).toList());
         send(Request.SET_MEM_TABLE, table.encode(), regions.stream().map(Region::fd).toArray(FileDescriptor[]::new));
+    }
+
+    public long getMaxMemSlots() {
+        return call(Request.GET_MAX_MEM_SLOTS, new byte[0]).u64();
+    }
+
+    /** Adds one region to the back-end's table (CONFIGURE_MEM_SLOTS). */
+    public void addMemReg(Region region) {
+        send(Request.ADD_MEM_REG, new SingleMemoryRegion(region.description()).encode(), region.fd());
+    }
+
+    /** Removes the region of these addresses and size from the back-end's table; its fd does not go along. */
+    public void remMemReg(Region region) {
+        send(Request.REM_MEM_REG, new SingleMemoryRegion(region.description()).encode());
     }
 
     public void setVringNum(int index, int num) {

@@ -8,8 +8,10 @@ import io.virtio4j.os.Memfd;
 import io.virtio4j.os.UnixSocket;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import io.virtio4j.vhost.frontend.VhostUserFrontend.Reply;
+import io.virtio4j.vhost.protocol.MemoryRegionDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.protocol.Request;
+import io.virtio4j.vhost.protocol.SingleMemoryRegion;
 import io.virtio4j.vhost.protocol.VringFd;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -505,6 +507,52 @@ class HostileFrontendTest {
                 assertEquals(List.of("start 1"), server.device.calls.stream().filter(c -> c.startsWith("start")).toList());
                 assertEquals(0, fe.getVringBase(1), "GET_VRING_BASE of an untouched ring");
                 assertTrue(server.device.calls.contains("stop 1"));
+            });
+        }
+    }
+
+    /**
+     * Memory slots: removing the region that holds a started ring is refused and changes nothing; removing
+     * another is fine, and so is removing the ring's region once GET_VRING_BASE stopped it.
+     */
+    @Test
+    void removingTheRegionOfAStartedRingGetsAFailureReply() {
+        try (FileDescriptor a = Memfd.create("hostile", MEM); FileDescriptor b = Memfd.create("hostile", MEM);
+             EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, fe -> {
+                assertEquals(BackendOptions.defaults().maxMemSlots(), fe.getMaxMemSlots());
+                VhostUserFrontend.Region ra = new VhostUserFrontend.Region(0, MEM, USER, 0, a);
+                VhostUserFrontend.Region rb = new VhostUserFrontend.Region(MEM, MEM, USER + MEM, 0, b);
+                fe.addMemReg(ra);
+                fe.setVringNum(0, 256);
+                fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+                fe.setVringCall(0, call);
+                fe.setVringKick(0, kick);
+                fe.setVringEnable(0, true);
+                fe.addMemReg(rb);
+                List<String> calls = List.copyOf(server.device.calls);
+                assertEquals(List.of("start 0", "stop 0", "start 0"), calls.stream().filter(c -> !c.equals("reset")).toList(),
+                        "the ring restarts over the grown table");
+                fe.sendRaw(Request.REM_MEM_REG.code(), NEED,
+                        new SingleMemoryRegion(new MemoryRegionDescription(0, MEM, USER, 0)).encode());
+                expectFailureAck(fe, Request.REM_MEM_REG.code());
+                assertEquals(calls, server.device.calls, "a refused removal leaves the ring alone");
+                fe.remMemReg(rb);
+                assertEquals(0, fe.getVringBase(0));
+                fe.remMemReg(ra);
+            });
+        }
+    }
+
+    @Test
+    void addingARegionOverlappingTheTableGetsAFailureReplyAndItsFdIsClosed() {
+        try (FileDescriptor a = Memfd.create("hostile", MEM); FileDescriptor b = Memfd.create("hostile", MEM)) {
+            attack(true, fe -> {
+                fe.addMemReg(new VhostUserFrontend.Region(0, MEM, USER, 0, a));
+                fe.sendRaw(Request.ADD_MEM_REG.code(), NEED,
+                        new SingleMemoryRegion(new MemoryRegionDescription(MEM / 2, MEM, USER + 4 * MEM, 0)).encode(), b);
+                expectFailureAck(fe, Request.ADD_MEM_REG.code());
+                fe.addMemReg(new VhostUserFrontend.Region(MEM, MEM, USER + MEM, 0, b));
             });
         }
     }
