@@ -5,9 +5,9 @@ import io.virtio4j.os.LinuxException;
 import io.virtio4j.os.Mmap;
 import io.virtio4j.vhost.memory.MemoryRegion;
 import io.virtio4j.vhost.memory.MemoryTable;
-import io.virtio4j.vhost.protocol.Message;
 import io.virtio4j.vhost.protocol.MemoryRegionDescription;
 import io.virtio4j.vhost.protocol.MemoryTableDescription;
+import io.virtio4j.vhost.protocol.Message;
 import io.virtio4j.vhost.protocol.VhostUserProtocolException;
 
 import java.lang.foreign.Arena;

@@ -30,6 +30,7 @@ import java.util.List;
 import java.util.Map;
 
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -509,6 +510,17 @@ class HostileFrontendTest {
                 assertTrue(server.device.calls.contains("stop 1"));
             });
         }
+    }
+
+    /** Positive control of the config and status payloads, encoded by the front-end and decoded here, and back. */
+    @Test
+    void configAndStatusTravelBothWays() {
+        attack(true, fe -> {
+            assertArrayEquals(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}, fe.getConfig(0, 8));
+            assertArrayEquals(new byte[] {7, 8, 0, 0}, fe.getConfig(6, 4), "config space beyond the device's reads as zero");
+            fe.setStatus(0xF);
+            assertEquals(0xF, fe.getStatus());
+        });
     }
 
     /**

@@ -2,8 +2,8 @@ package io.virtio4j.vhost.backend;
 
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.vhost.protocol.ConfigPayload;
-import io.virtio4j.vhost.protocol.Message;
 import io.virtio4j.vhost.protocol.MemoryRegionDescription;
+import io.virtio4j.vhost.protocol.Message;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.protocol.Request;
 import io.virtio4j.vhost.protocol.SingleMemoryRegion;
