@@ -7,7 +7,7 @@ import io.virtio4j.devices.net.NetMode;
 import io.virtio4j.devices.net.NetStats;
 import io.virtio4j.devices.net.TapPolling;
 import io.virtio4j.vhost.backend.BackendOptions;
-import io.virtio4j.vhost.backend.VhostUserServer;
+import io.virtio4j.vhost.backend.VhostUserBackendEndpoint;
 import io.virtio4j.vhost.backend.VhostUserSession;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
@@ -84,7 +84,7 @@ public final class ServeCommand {
             NetDevice device = new NetDevice(new NetDevice.Options(queues, netMode, notification, hybridSpinNanos, weight,
                     cpus, macBytes, mtu, tap, polling));
             BackendOptions bopt = new BackendOptions(barriers, cachedAvail, 32);
-            VhostUserServer server = new VhostUserServer(() -> new VhostUserSession(device, bopt));
+            VhostUserBackendEndpoint backend = new VhostUserBackendEndpoint(() -> new VhostUserSession(device, bopt));
             ScheduledExecutorService printer = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "virtio4j-stats");
                 t.setDaemon(true);
@@ -94,7 +94,7 @@ public final class ServeCommand {
                 printer.scheduleAtFixedRate(() -> print(device, "stats"), statsPeriod, statsPeriod, TimeUnit.SECONDS);
             }
             Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                server.close();
+                backend.close();
                 print(device, "final");
                 device.close();
                 System.out.flush();
@@ -108,9 +108,9 @@ public final class ServeCommand {
                     barriers.name().toLowerCase(Locale.ROOT), cachedAvail ? "on" : "off");
             System.out.flush();
             if (endpoint.socket != null) {
-                server.serve(endpoint.socket);
+                backend.listen(endpoint.socket);
             } else {
-                server.connect(endpoint.connect);
+                backend.connect(endpoint.connect);
             }
             return 0;
         }

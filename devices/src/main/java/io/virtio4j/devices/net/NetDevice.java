@@ -5,8 +5,8 @@ import io.virtio4j.core.policy.VirtioFeatures;
 import io.virtio4j.os.FramePort;
 import io.virtio4j.os.TunTap;
 import io.virtio4j.vhost.backend.QueueContext;
-import io.virtio4j.vhost.backend.VhostUserSession;
 import io.virtio4j.vhost.backend.VirtioDevice;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -22,7 +22,7 @@ import java.util.List;
  * interface exists as soon as {@code serve net} runs and stays across front-end connections. {@link #close()}
  * releases it.
  */
-public final class NetDevice implements VirtioDevice, VhostUserSession.QueuePairs, AutoCloseable {
+public final class NetDevice implements VirtioDevice, AutoCloseable {
 
     /**
      * Options of {@code serve net}.
@@ -139,8 +139,15 @@ public final class NetDevice implements VirtioDevice, VhostUserSession.QueuePair
         return 2 * options.pairs();
     }
 
+    /** MQ (GET_QUEUE_NUM) and CONFIG (GET_CONFIG reads the MAC, status, queue pairs and MTU). */
     @Override
-    public int queuePairs() {
+    public long protocolFeatures() {
+        return ProtocolFeatures.bit(ProtocolFeatures.MQ) | ProtocolFeatures.bit(ProtocolFeatures.CONFIG);
+    }
+
+    /** GET_QUEUE_NUM counts queue pairs for virtio-net: QEMU and DPDK virtio-user read it so. */
+    @Override
+    public int reportedQueueCount() {
         return options.pairs();
     }
 

@@ -2,7 +2,7 @@ package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.vhost.backend.BackendOptions;
-import io.virtio4j.vhost.backend.VhostUserServer;
+import io.virtio4j.vhost.backend.VhostUserBackendEndpoint;
 import io.virtio4j.vhost.backend.VhostUserSession;
 
 import java.io.IOException;
@@ -13,7 +13,7 @@ import java.nio.file.Path;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * A {@link NetDevice} served by a {@link VhostUserServer} on a socket in a fresh temporary directory, on a
+ * A {@link NetDevice} served by a {@link VhostUserBackendEndpoint} on a socket in a fresh temporary directory, on a
  * background thread; {@link #close()} stops the server and joins the thread (failing when it does not end).
  */
 final class NetBackend implements AutoCloseable {
@@ -23,7 +23,7 @@ final class NetBackend implements AutoCloseable {
     private final NetDevice device;
     private final Path dir;
     private final Path path;
-    private final VhostUserServer server;
+    private final VhostUserBackendEndpoint server;
     private final Thread thread;
     private volatile Throwable failure;
 
@@ -35,10 +35,10 @@ final class NetBackend implements AutoCloseable {
             throw new UncheckedIOException(e);
         }
         this.path = dir.resolve("vhost.sock");
-        this.server = new VhostUserServer(() -> new VhostUserSession(device, BackendOptions.defaults()));
+        this.server = new VhostUserBackendEndpoint(() -> new VhostUserSession(device, BackendOptions.defaults()));
         this.thread = new Thread(() -> {
             try {
-                server.serve(path);
+                server.listen(path);
             } catch (Throwable t) {
                 failure = t;
             }

@@ -4,14 +4,15 @@ import io.virtio4j.os.ControlMessageTruncatedException;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
 import io.virtio4j.os.UnixSocket;
+import io.virtio4j.vhost.protocol.Header;
 import io.virtio4j.vhost.protocol.Message;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.protocol.Request;
+import io.virtio4j.vhost.protocol.U64;
 import io.virtio4j.vhost.protocol.VhostUserProtocolException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.logging.Logger;
 
@@ -29,15 +30,14 @@ import java.util.logging.Logger;
  */
 public final class VhostUserConnection {
     private static final Logger LOG = Logger.getLogger(VhostUserConnection.class.getName());
-    private static final int HEADER = 12;
 
     private final UnixSocket socket;
     private final VhostUserSession session;
     private final String peer;
     private final Arena arena = Arena.ofConfined();
-    private final MemorySegment header = arena.allocate(HEADER, 8);
+    private final MemorySegment header = arena.allocate(Header.SIZE, 8);
     private final MemorySegment payload = arena.allocate(Request.MAX_PAYLOAD, 8);
-    private final MemorySegment reply = arena.allocate(HEADER + Request.MAX_PAYLOAD, 8);
+    private final MemorySegment reply = arena.allocate(Header.SIZE + Request.MAX_PAYLOAD, 8);
     private long messages;
 
     public VhostUserConnection(UnixSocket socket, VhostUserSession session, String peer) {
@@ -82,7 +82,7 @@ public final class VhostUserConnection {
         } catch (VhostUserProtocolException e) {
             if (m.needReply() && session.replyAckNegotiated()) {
                 LOG.warning(peer + ": rejected " + e.getMessage());
-                sendReply(m.request(), u64(1));
+                sendReply(m.request(), new U64(1).encode());
                 return true;
             }
             LOG.warning(peer + ": closing connection: " + e.getMessage());
@@ -95,23 +95,15 @@ public final class VhostUserConnection {
         if (answer != null) {
             sendReply(m.request(), answer);
         } else if (m.needReply() && session.replyAckNegotiated()) {
-            sendReply(m.request(), u64(0));
+            sendReply(m.request(), new U64(0).encode());
         }
         return true;
     }
 
-    private static byte[] u64(long v) {
-        byte[] b = new byte[8];
-        MemorySegment.ofArray(b).set(ValueLayout.JAVA_LONG_UNALIGNED, 0, v);
-        return b;
-    }
-
     private void sendReply(int request, byte[] body) {
-        reply.set(ValueLayout.JAVA_INT, 0, request);
-        reply.set(ValueLayout.JAVA_INT, 4, ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY);
-        reply.set(ValueLayout.JAVA_INT, 8, body.length);
-        MemorySegment.copy(MemorySegment.ofArray(body), 0, reply, HEADER, body.length);
-        socket.sendmsg(reply, HEADER + body.length);
+        new Header(request, ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY, body.length).writeTo(reply);
+        MemorySegment.copy(MemorySegment.ofArray(body), 0, reply, Header.SIZE, body.length);
+        socket.sendmsg(reply, Header.SIZE + body.length);
     }
 
     /** The next message, or null when the front-end closed the connection between messages. */
@@ -124,8 +116,8 @@ public final class VhostUserConnection {
                 return null;
             }
             nfds = got.fds();
-            if (got.bytes() < HEADER) {
-                readFully(header, got.bytes(), HEADER, "header");
+            if (got.bytes() < Header.SIZE) {
+                readFully(header, got.bytes(), Header.SIZE, "header");
             }
         } catch (ControlMessageTruncatedException e) {
             throw new VhostUserProtocolException("header", "fds", Request.MAX_FDS + 1L,
@@ -133,9 +125,10 @@ public final class VhostUserConnection {
         }
         FileDescriptor[] received = Arrays.copyOf(fds, nfds);
         try {
-            int request = header.get(ValueLayout.JAVA_INT, 0);
-            int flags = header.get(ValueLayout.JAVA_INT, 4);
-            long size = Integer.toUnsignedLong(header.get(ValueLayout.JAVA_INT, 8));
+            Header h = Header.read(header);
+            int request = h.request();
+            int flags = h.flags();
+            long size = h.size();
             String name = Request.nameOf(request);
             if ((flags & ProtocolFeatures.VERSION_MASK) != ProtocolFeatures.VERSION) {
                 throw new VhostUserProtocolException(name, "flags", Integer.toUnsignedLong(flags), "version bits must be 1");

@@ -1,7 +1,12 @@
 package io.virtio4j.vhost.backend;
 
+import io.virtio4j.vhost.protocol.ConfigPayload;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
+
 /**
- * A virtio device served over vhost-user: what it offers and what it does with started queues.
+ * A virtio device served over vhost-user: what it offers (features, protocol features, queues, configuration
+ * space) and what it does with started queues. The back-end's session knows no device type: everything
+ * device-specific it answers comes from here.
  *
  * <p>Called from the connection's control thread. {@link #startQueue} hands a queue to the device, which then
  * processes it on threads of its own; {@link #stopQueue} must not return before the device has stopped touching
@@ -11,16 +16,48 @@ public interface VirtioDevice {
     /** Virtio feature bits offered (VERSION_1 at least); the back-end adds its vhost-user bits. */
     long features();
 
-    /** Number of virtqueues the device supports (GET_QUEUE_NUM answers with this). */
+    /**
+     * Protocol features of this device, offered on top of those the session implements for every device
+     * ({@link ProtocolFeatures#SESSION}); only {@link ProtocolFeatures#DEVICE_DECLARABLE} bits may be declared.
+     * By default MQ, which back-ends should always offer: GET_QUEUE_NUM answers {@link #reportedQueueCount()}.
+     * A device with a configuration space for the front-end declares CONFIG too.
+     */
+    default long protocolFeatures() {
+        return ProtocolFeatures.bit(ProtocolFeatures.MQ);
+    }
+
+    /** Number of virtqueues (rings) the device has: the front-end may set up rings 0 to this - 1. */
     int maxQueues();
+
+    /**
+     * The queue count GET_QUEUE_NUM reports: the virtqueues by default. A device whose front-ends count
+     * something else says so (virtio-net: queue pairs, as QEMU and DPDK read the answer).
+     */
+    default int reportedQueueCount() {
+        return maxQueues();
+    }
 
     /** Queue size limit of the device (SET_VRING_NUM above it is refused). */
     default int maxQueueSize() {
         return 32768;
     }
 
-    /** The device's configuration space. */
+    /** The device's configuration space, as GET_CONFIG reads it (little-endian fields, virtio 1.x). */
     byte[] config();
+
+    /**
+     * A SET_CONFIG write of {@code data} at {@code offset}: {@code flags} is {@link ConfigPayload#FLAG_WRITABLE}
+     * for the driver writing a writable field, {@link ConfigPayload#FLAG_MIGRATION} for state restored during
+     * migration. By default every field is read-only and there is no state to restore: driver writes are
+     * refused, migration writes have nothing to do.
+     *
+     * @throws ConfigWriteRefusedException when the write touches a field that cannot be written this way
+     */
+    default void setConfig(long offset, byte[] data, long flags) throws ConfigWriteRefusedException {
+        if (flags != ConfigPayload.FLAG_MIGRATION) {
+            throw new ConfigWriteRefusedException(offset, data.length, "the device's configuration space is read-only");
+        }
+    }
 
     /** Called once features are negotiated (SET_FEATURES). */
     default void featuresNegotiated(long features) {

@@ -3,14 +3,22 @@ package io.virtio4j.vhost.frontend;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.UnixSocket;
+import io.virtio4j.vhost.protocol.ConfigPayload;
+import io.virtio4j.vhost.protocol.Header;
+import io.virtio4j.vhost.protocol.MemoryRegionDescription;
+import io.virtio4j.vhost.protocol.MemoryTableDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.protocol.Request;
+import io.virtio4j.vhost.protocol.SingleMemoryRegion;
+import io.virtio4j.vhost.protocol.U64;
+import io.virtio4j.vhost.protocol.VhostUserProtocolException;
+import io.virtio4j.vhost.protocol.VringAddress;
+import io.virtio4j.vhost.protocol.VringFd;
+import io.virtio4j.vhost.protocol.VringState;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -20,22 +28,39 @@ import java.util.List;
  * surfaces as {@link VhostUserRequestFailedException} at the call that caused it.
  */
 public final class VhostUserFrontend implements AutoCloseable {
-    private static final int HEADER = 12;
-
     /** A region of the front-end's memory: guest-physical and front-end-virtual address, and its fd. */
     public record Region(long guestPhysAddr, long size, long userAddr, long mmapOffset, FileDescriptor fd) {
+        MemoryRegionDescription description() {
+            return new MemoryRegionDescription(guestPhysAddr, size, userAddr, mmapOffset);
+        }
     }
 
     /** A reply as received: request code, flags and payload. */
     public record Reply(int request, int flags, byte[] payload) {
+        /** The payload as a u64 (REPLY_ACK status, features, counts). */
         public long u64() {
-            return MemorySegment.ofArray(payload).get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+            return decode(U64::decode).value();
         }
+
+        /** The payload as {@code decoder} reads it; a malformed one fails the request. */
+        <T> T decode(Decoder<T> decoder) {
+            try {
+                return decoder.decode("reply to " + Request.nameOf(request), MemorySegment.ofArray(payload));
+            } catch (VhostUserProtocolException e) {
+                throw new VhostUserRequestFailedException("malformed " + e.getMessage(), e);
+            }
+        }
+    }
+
+    /** A payload record's decode method. */
+    @FunctionalInterface
+    interface Decoder<T> {
+        T decode(String request, MemorySegment payload) throws VhostUserProtocolException;
     }
 
     private final UnixSocket socket;
     private final Arena arena = Arena.ofConfined();
-    private final MemorySegment buf = arena.allocate(HEADER + 4096, 8);
+    private final MemorySegment buf = arena.allocate(Header.SIZE + 4096, 8);
     private boolean replyAck;
 
     private VhostUserFrontend(UnixSocket socket) {
@@ -54,36 +79,31 @@ public final class VhostUserFrontend implements AutoCloseable {
 
     /** Sends one message as given, without any check. */
     public void sendRaw(int request, int flags, byte[] payload, FileDescriptor... fds) {
-        buf.set(ValueLayout.JAVA_INT, 0, request);
-        buf.set(ValueLayout.JAVA_INT, 4, flags);
-        buf.set(ValueLayout.JAVA_INT, 8, payload.length);
-        MemorySegment.copy(MemorySegment.ofArray(payload), 0, buf, HEADER, payload.length);
-        socket.sendmsg(buf, HEADER + payload.length, fds);
+        new Header(request, flags, payload.length).writeTo(buf);
+        MemorySegment.copy(MemorySegment.ofArray(payload), 0, buf, Header.SIZE, payload.length);
+        socket.sendmsg(buf, Header.SIZE + payload.length, fds);
     }
 
     /** Sends a header announcing {@code size} payload bytes but only {@code payload}. */
     public void sendHeaderOnly(int request, int flags, int size) {
-        buf.set(ValueLayout.JAVA_INT, 0, request);
-        buf.set(ValueLayout.JAVA_INT, 4, flags);
-        buf.set(ValueLayout.JAVA_INT, 8, size);
-        socket.sendmsg(buf, HEADER);
+        new Header(request, flags, Integer.toUnsignedLong(size)).writeTo(buf);
+        socket.sendmsg(buf, Header.SIZE);
     }
 
     /** Receives one reply, or null when the back-end closed the connection. */
     public Reply receive() {
-        if (!readFully(0, HEADER)) {
+        if (!readFully(0, Header.SIZE)) {
             return null;
         }
-        int request = buf.get(ValueLayout.JAVA_INT, 0);
-        int flags = buf.get(ValueLayout.JAVA_INT, 4);
-        int size = buf.get(ValueLayout.JAVA_INT, 8);
-        if (size < 0 || size > 4096) {
-            throw new VhostUserRequestFailedException("reply to " + Request.nameOf(request) + " announces " + size + " bytes");
+        Header h = Header.read(buf);
+        if (h.size() > 4096) {
+            throw new VhostUserRequestFailedException("reply to " + Request.nameOf(h.request()) + " announces " + h.size()
+                    + " bytes");
         }
-        if (!readFully(HEADER, HEADER + size)) {
+        if (!readFully(Header.SIZE, Header.SIZE + h.size())) {
             return null;
         }
-        return new Reply(request, flags, buf.asSlice(HEADER, size).toArray(ValueLayout.JAVA_BYTE));
+        return new Reply(h.request(), h.flags(), buf.asSlice(Header.SIZE, h.size()).toArray(ValueLayout.JAVA_BYTE));
     }
 
     private boolean readFully(long from, long to) {
@@ -129,24 +149,12 @@ public final class VhostUserFrontend implements AutoCloseable {
         }
     }
 
-    private static ByteBuffer payload(int bytes) {
-        return ByteBuffer.allocate(bytes).order(ByteOrder.nativeOrder());
-    }
-
-    private static byte[] u64(long v) {
-        return payload(8).putLong(v).array();
-    }
-
-    private static byte[] state(int index, int num) {
-        return payload(8).putInt(index).putInt(num).array();
-    }
-
     public long getFeatures() {
         return call(Request.GET_FEATURES, new byte[0]).u64();
     }
 
     public void setFeatures(long features) {
-        send(Request.SET_FEATURES, u64(features));
+        send(Request.SET_FEATURES, new U64(features).encode());
     }
 
     public long getProtocolFeatures() {
@@ -155,7 +163,7 @@ public final class VhostUserFrontend implements AutoCloseable {
 
     /** Sets protocol features; from then on, if REPLY_ACK is among them, every setter waits for its ack. */
     public void setProtocolFeatures(long features) {
-        send(Request.SET_PROTOCOL_FEATURES, u64(features));
+        send(Request.SET_PROTOCOL_FEATURES, new U64(features).encode());
         replyAck = (features & ProtocolFeatures.bit(ProtocolFeatures.REPLY_ACK)) != 0;
     }
 
@@ -168,33 +176,43 @@ public final class VhostUserFrontend implements AutoCloseable {
     }
 
     public void setMemTable(List<Region> regions) {
-        ByteBuffer b = payload(8 + 32 * regions.size()).putInt(regions.size()).putInt(0);
-        FileDescriptor[] fds = new FileDescriptor[regions.size()];
-        for (int i = 0; i < regions.size(); i++) {
-            Region r = regions.get(i);
-            b.putLong(r.guestPhysAddr()).putLong(r.size()).putLong(r.userAddr()).putLong(r.mmapOffset());
-            fds[i] = r.fd();
-        }
-        send(Request.SET_MEM_TABLE, b.array(), fds);
+        MemoryTableDescription table = new MemoryTableDescription(regions.stream().map(Region::description).toList());
+        send(Request.SET_MEM_TABLE, table.encode(), regions.stream().map(Region::fd).toArray(FileDescriptor[]::new));
+    }
+
+    public long getMaxMemSlots() {
+        return call(Request.GET_MAX_MEM_SLOTS, new byte[0]).u64();
+    }
+
+    /** Adds one region to the back-end's table (CONFIGURE_MEM_SLOTS). */
+    public void addMemReg(Region region) {
+        send(Request.ADD_MEM_REG, new SingleMemoryRegion(region.description()).encode(), region.fd());
+    }
+
+    /** Removes the region of these addresses and size from the back-end's table; its fd does not go along. */
+    public void remMemReg(Region region) {
+        send(Request.REM_MEM_REG, new SingleMemoryRegion(region.description()).encode());
     }
 
     public void setVringNum(int index, int num) {
-        send(Request.SET_VRING_NUM, state(index, num));
+        send(Request.SET_VRING_NUM, new VringState(index, num).encode());
     }
 
     public void setVringBase(int index, int base) {
-        send(Request.SET_VRING_BASE, state(index, base));
+        send(Request.SET_VRING_BASE, new VringState(index, base).encode());
     }
 
     public int getVringBase(int index) {
-        Reply r = call(Request.GET_VRING_BASE, state(index, 0));
-        return MemorySegment.ofArray(r.payload()).get(ValueLayout.JAVA_INT_UNALIGNED, 4);
+        VringState s = call(Request.GET_VRING_BASE, new VringState(index, 0).encode()).decode(VringState::decode);
+        if (s.index() != index) {
+            throw new VhostUserRequestFailedException("GET_VRING_BASE of ring " + index + " answered for ring " + s.index());
+        }
+        return (int) s.num();
     }
 
     /** Ring addresses in the front-end's virtual address space. */
     public void setVringAddr(int index, long desc, long used, long avail) {
-        send(Request.SET_VRING_ADDR, payload(40).putInt(index).putInt(0).putLong(desc).putLong(used).putLong(avail)
-                .putLong(0).array());
+        send(Request.SET_VRING_ADDR, new VringAddress(index, 0, desc, used, avail, 0).encode());
     }
 
     /** Kick eventfd, or null for NOFD (the back-end polls). */
@@ -208,27 +226,31 @@ public final class VhostUserFrontend implements AutoCloseable {
     }
 
     private void vringFd(Request r, int index, EventFd fd) {
+        byte[] payload = new VringFd(index, fd == null).encode();
         if (fd == null) {
-            send(r, u64(index | ProtocolFeatures.VRING_NOFD_MASK));
+            send(r, payload);
         } else {
-            send(r, u64(index), fd.fileDescriptor());
+            send(r, payload, fd.fileDescriptor());
         }
     }
 
     public void setVringEnable(int index, boolean enable) {
-        send(Request.SET_VRING_ENABLE, state(index, enable ? 1 : 0));
+        send(Request.SET_VRING_ENABLE, new VringState(index, enable ? 1 : 0).encode());
     }
 
     public byte[] getConfig(int offset, int size) {
-        ByteBuffer b = payload(12 + size).putInt(offset).putInt(size).putInt(0);
-        Reply r = call(Request.GET_CONFIG, b.array());
-        byte[] out = new byte[r.payload().length - 12];
-        System.arraycopy(r.payload(), 12, out, 0, out.length);
-        return out;
+        ConfigPayload asked = new ConfigPayload(offset, ConfigPayload.FLAG_WRITABLE, new byte[size]);
+        ConfigPayload answer = call(Request.GET_CONFIG, asked.encode()).decode(ConfigPayload::decode);
+        if (answer.offset() != offset || answer.data().length != size) {
+            // a back-end signals an error with an empty answer
+            throw new VhostUserRequestFailedException("GET_CONFIG of " + size + " bytes at " + offset + " answered with "
+                    + answer.data().length + " bytes at " + answer.offset());
+        }
+        return answer.data();
     }
 
     public void setStatus(long status) {
-        send(Request.SET_STATUS, u64(status));
+        send(Request.SET_STATUS, new U64(status).encode());
     }
 
     public long getStatus() {

@@ -7,4 +7,8 @@ public final class VhostUserRequestFailedException extends RuntimeException {
     public VhostUserRequestFailedException(String message) {
         super(message);
     }
+
+    public VhostUserRequestFailedException(String message, Throwable cause) {
+        super(message, cause);
+    }
 }

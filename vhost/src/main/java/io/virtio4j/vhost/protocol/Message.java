@@ -3,7 +3,6 @@ package io.virtio4j.vhost.protocol;
 import io.virtio4j.os.FileDescriptor;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 
 /**
  * One received front-end message: header fields, the payload (exactly {@code size} bytes, native byte order)
@@ -47,14 +46,7 @@ public final class Message {
         return fds.length;
     }
 
-    public long u64(long offset) {
-        return payload.get(ValueLayout.JAVA_LONG_UNALIGNED, offset);
-    }
-
-    public int u32(long offset) {
-        return payload.get(ValueLayout.JAVA_INT_UNALIGNED, offset);
-    }
-
+    /** The payload, for the records of this package to decode. */
     public MemorySegment payload() {
         return payload;
     }

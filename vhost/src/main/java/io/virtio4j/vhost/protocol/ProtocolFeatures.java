@@ -28,13 +28,13 @@ public final class ProtocolFeatures {
     public static final int FLAG_REPLY = 0x4;
     public static final int FLAG_NEED_REPLY = 0x8;
 
-    /** u64 payload of SET_VRING_KICK/CALL/ERR: ring index bits and the no-fd flag. */
-    public static final long VRING_IDX_MASK = 0xFF;
-    public static final long VRING_NOFD_MASK = 0x100;
-
-    /** What this back-end offers. */
-    public static final long OFFERED = bit(MQ) | bit(REPLY_ACK) | bit(CONFIG) | bit(RESET_DEVICE)
-            | bit(CONFIGURE_MEM_SLOTS) | bit(STATUS);
+    /** What the back-end's session implements for every device, offered whatever the device. */
+    public static final long SESSION = bit(REPLY_ACK) | bit(RESET_DEVICE) | bit(CONFIGURE_MEM_SLOTS) | bit(STATUS);
+    /**
+     * What a device may declare on top of {@link #SESSION}: MQ (GET_QUEUE_NUM answers with the device's queue
+     * count) and CONFIG (GET_CONFIG and SET_CONFIG reach the device's configuration space).
+     */
+    public static final long DEVICE_DECLARABLE = bit(MQ) | bit(CONFIG);
 
     public static long bit(int feature) {
         return 1L << feature;

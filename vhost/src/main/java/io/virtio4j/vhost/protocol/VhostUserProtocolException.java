@@ -19,6 +19,12 @@ public final class VhostUserProtocolException extends Exception {
         this.value = value;
     }
 
+    /** As above, for a refusal that {@code cause} explains (e.g. the device's). */
+    public VhostUserProtocolException(String request, String field, long value, String reason, Throwable cause) {
+        this(request, field, value, reason);
+        initCause(cause);
+    }
+
     public String request() {
         return request;
     }

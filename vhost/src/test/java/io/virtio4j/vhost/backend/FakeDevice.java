@@ -1,13 +1,15 @@
 package io.virtio4j.vhost.backend;
 
 import io.virtio4j.core.policy.VirtioFeatures;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
 
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
-/** A device that processes nothing: it offers VERSION_1 and EVENT_IDX, has {@code queues} queues and records calls. */
+/** A device that processes nothing: it offers VERSION_1 and EVENT_IDX, MQ and CONFIG, has {@code queues} queues and records calls. */
 final class FakeDevice implements VirtioDevice {
     static final long FEATURES = VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX);
+    static final long PROTOCOL_FEATURES = ProtocolFeatures.bit(ProtocolFeatures.MQ) | ProtocolFeatures.bit(ProtocolFeatures.CONFIG);
 
     private final int queues;
     final List<String> calls = new CopyOnWriteArrayList<>();
@@ -19,6 +21,11 @@ final class FakeDevice implements VirtioDevice {
     @Override
     public long features() {
         return FEATURES;
+    }
+
+    @Override
+    public long protocolFeatures() {
+        return PROTOCOL_FEATURES;
     }
 
     @Override

@@ -10,8 +10,11 @@ import io.virtio4j.os.Memfd;
 import io.virtio4j.os.UnixSocket;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import io.virtio4j.vhost.frontend.VhostUserFrontend.Reply;
+import io.virtio4j.vhost.protocol.MemoryRegionDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.protocol.Request;
+import io.virtio4j.vhost.protocol.SingleMemoryRegion;
+import io.virtio4j.vhost.protocol.VringFd;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -29,6 +32,7 @@ import java.util.List;
 import java.util.Map;
 
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -103,7 +107,7 @@ class HostileFrontendTest {
         try {
             assertEquals(OFFERED, fe.getFeatures());
             fe.setFeatures(OFFERED);
-            assertEquals(ProtocolFeatures.OFFERED, fe.getProtocolFeatures());
+            assertEquals(ProtocolFeatures.SESSION | FakeDevice.PROTOCOL_FEATURES, fe.getProtocolFeatures());
             fe.setProtocolFeatures(PROTOCOL | (replyAck ? bit(ProtocolFeatures.REPLY_ACK) : 0));
             fe.setOwner();
             return fe;
@@ -510,11 +514,68 @@ class HostileFrontendTest {
         }
     }
 
+    /** Positive control of the config and status payloads, encoded by the front-end and decoded here, and back. */
+    @Test
+    void configAndStatusTravelBothWays() {
+        attack(true, fe -> {
+            assertArrayEquals(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}, fe.getConfig(0, 8));
+            assertArrayEquals(new byte[] {7, 8, 0, 0}, fe.getConfig(6, 4), "config space beyond the device's reads as zero");
+            fe.setStatus(0xF);
+            assertEquals(0xF, fe.getStatus());
+        });
+    }
+
+    /**
+     * Memory slots: removing the region that holds a started ring is refused and changes nothing; removing
+     * another is fine, and so is removing the ring's region once GET_VRING_BASE stopped it.
+     */
+    @Test
+    void removingTheRegionOfAStartedRingGetsAFailureReply() {
+        try (FileDescriptor a = Memfd.create("hostile", MEM); FileDescriptor b = Memfd.create("hostile", MEM);
+             EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, fe -> {
+                assertEquals(BackendOptions.defaults().maxMemSlots(), fe.getMaxMemSlots());
+                VhostUserFrontend.Region ra = new VhostUserFrontend.Region(0, MEM, USER, 0, a);
+                VhostUserFrontend.Region rb = new VhostUserFrontend.Region(MEM, MEM, USER + MEM, 0, b);
+                fe.addMemReg(ra);
+                fe.setVringNum(0, 256);
+                fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+                fe.setVringCall(0, call);
+                fe.setVringKick(0, kick);
+                fe.setVringEnable(0, true);
+                fe.addMemReg(rb);
+                List<String> calls = List.copyOf(server.device.calls);
+                assertEquals(List.of("start 0", "stop 0", "start 0"), calls.stream().filter(c -> !c.equals("reset")).toList(),
+                        "the ring restarts over the grown table");
+                fe.sendRaw(Request.REM_MEM_REG.code(), NEED,
+                        new SingleMemoryRegion(new MemoryRegionDescription(0, MEM, USER, 0)).encode());
+                expectFailureAck(fe, Request.REM_MEM_REG.code());
+                assertEquals(calls, server.device.calls, "a refused removal leaves the ring alone");
+                fe.remMemReg(rb);
+                assertEquals(0, fe.getVringBase(0));
+                fe.remMemReg(ra);
+            });
+        }
+    }
+
+    @Test
+    void addingARegionOverlappingTheTableGetsAFailureReplyAndItsFdIsClosed() {
+        try (FileDescriptor a = Memfd.create("hostile", MEM); FileDescriptor b = Memfd.create("hostile", MEM)) {
+            attack(true, fe -> {
+                fe.addMemReg(new VhostUserFrontend.Region(0, MEM, USER, 0, a));
+                fe.sendRaw(Request.ADD_MEM_REG.code(), NEED,
+                        new SingleMemoryRegion(new MemoryRegionDescription(MEM / 2, MEM, USER + 4 * MEM, 0)).encode(), b);
+                expectFailureAck(fe, Request.ADD_MEM_REG.code());
+                fe.addMemReg(new VhostUserFrontend.Region(MEM, MEM, USER + MEM, 0, b));
+            });
+        }
+    }
+
     @Test
     void nofdWithAnFdGetsAFailureReplyAndTheFdIsClosed() {
         try (EventFd a = eventFd()) {
             attack(true, fe -> {
-                fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(ProtocolFeatures.VRING_NOFD_MASK), a.fileDescriptor());
+                fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(VringFd.NOFD), a.fileDescriptor());
                 expectFailureAck(fe, Request.SET_VRING_KICK.code());
             });
         }

@@ -11,7 +11,7 @@ import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
-/** A {@link VhostUserServer} serving a {@link FakeDevice} on a temporary socket, on its own thread. */
+/** A {@link VhostUserBackendEndpoint} serving a {@link FakeDevice} on a temporary socket, on its own thread. */
 final class TestServer implements AutoCloseable {
     private static final long JOIN_MILLIS = 20_000;
     private static final long CONNECT_NANOS = 20_000_000_000L;
@@ -19,7 +19,7 @@ final class TestServer implements AutoCloseable {
     final FakeDevice device;
     private final Path dir;
     private final Path path;
-    private final VhostUserServer server;
+    private final VhostUserBackendEndpoint server;
     private final Thread thread;
     private volatile Throwable failure;
 
@@ -31,10 +31,10 @@ final class TestServer implements AutoCloseable {
             throw new UncheckedIOException(e);
         }
         this.path = dir.resolve("vhost.sock");
-        this.server = new VhostUserServer(() -> new VhostUserSession(device, BackendOptions.defaults()));
+        this.server = new VhostUserBackendEndpoint(() -> new VhostUserSession(device, BackendOptions.defaults()));
         this.thread = new Thread(() -> {
             try {
-                server.serve(path);
+                server.listen(path);
             } catch (Throwable t) {
                 failure = t;
             }

@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
-class VhostUserServerTest {
+class VhostUserBackendEndpointTest {
     @TempDir
     Path dir;
 
@@ -23,11 +23,11 @@ class VhostUserServerTest {
     @Test
     void closeStopsServeBlockedInAccept() throws Exception {
         Path path = dir.resolve("s.sock");
-        VhostUserServer server = new VhostUserServer(() -> new VhostUserSession(new FakeDevice(2), BackendOptions.defaults()));
+        VhostUserBackendEndpoint server = new VhostUserBackendEndpoint(() -> new VhostUserSession(new FakeDevice(2), BackendOptions.defaults()));
         AtomicReference<Throwable> failure = new AtomicReference<>();
         Thread t = new Thread(() -> {
             try {
-                server.serve(path);
+                server.listen(path);
             } catch (Throwable e) {
                 failure.set(e);
             }
@@ -53,7 +53,7 @@ class VhostUserServerTest {
             server.close();
             t.join(20_000);
         }
-        assertFalse(t.isAlive(), "serve() still running 20 s after close()");
+        assertFalse(t.isAlive(), "listen() still running 20 s after close()");
         assertNull(failure.get());
         assertFalse(Files.exists(path), "socket file removed");
     }

@@ -11,24 +11,24 @@ import java.util.function.Supplier;
 import java.util.logging.Logger;
 
 /**
- * The back-end's socket side: as a server it listens on a path and serves one front-end at a time, accepting
- * the next when one goes; as a client it connects to a front-end's socket and reconnects with back-off when
- * the front-end goes away. Each connection gets a fresh {@link VhostUserSession}.
+ * The back-end's end of the vhost-user socket, whichever side opens it: {@link #listen} on a path and serve one
+ * front-end at a time, accepting the next when one goes; or {@link #connect} to a front-end's socket and
+ * reconnect with back-off when the front-end goes away. Each connection gets a fresh {@link VhostUserSession}.
  */
-public final class VhostUserServer implements AutoCloseable {
-    private static final Logger LOG = Logger.getLogger(VhostUserServer.class.getName());
+public final class VhostUserBackendEndpoint implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(VhostUserBackendEndpoint.class.getName());
     private static final long MAX_BACKOFF_MILLIS = 2000;
 
     private final Supplier<VhostUserSession> sessions;
     private volatile boolean closed;
     private volatile UnixServerSocket listener;
 
-    public VhostUserServer(Supplier<VhostUserSession> sessions) {
+    public VhostUserBackendEndpoint(Supplier<VhostUserSession> sessions) {
         this.sessions = sessions;
     }
 
     /** Listens on {@code path} (replacing a stale socket file) and serves connections until closed. */
-    public void serve(Path path) throws IOException {
+    public void listen(Path path) throws IOException {
         Files.deleteIfExists(path);
         UnixServerSocket l = UnixServerSocket.listen(path, 1);
         synchronized (this) {
@@ -80,7 +80,7 @@ public final class VhostUserServer implements AutoCloseable {
     }
 
     /**
-     * Stops serving: a {@link #serve} blocked in accept returns (the listener is shut down; closing its descriptor
+     * Stops serving: a {@link #listen} blocked in accept returns (the listener is shut down; closing its descriptor
      * alone would not wake it), a connection being served is finished first. {@link #connect} stops after its
      * current connection.
      */

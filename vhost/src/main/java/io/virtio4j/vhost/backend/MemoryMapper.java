@@ -1,0 +1,185 @@
+package io.virtio4j.vhost.backend;
+
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.LinuxException;
+import io.virtio4j.os.Mmap;
+import io.virtio4j.vhost.memory.MemoryRegion;
+import io.virtio4j.vhost.memory.MemoryTable;
+import io.virtio4j.vhost.protocol.MemoryRegionDescription;
+import io.virtio4j.vhost.protocol.MemoryTableDescription;
+import io.virtio4j.vhost.protocol.Message;
+import io.virtio4j.vhost.protocol.VhostUserProtocolException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Owns the front-end's memory as mapped here: the current {@link MemoryTable} and one arena per mapped region
+ * (so REM_MEM_REG can unmap one). A table change happens in two steps: {@code map*}/{@link #removal} prepare a
+ * {@link Change} (new regions mapped, nothing installed yet), the {@link VringTable} checks it against the
+ * started rings and {@link Change#install() installs} it; a change closed without being installed unmaps what
+ * it mapped. Control thread only.
+ */
+final class MemoryMapper implements AutoCloseable {
+    private final int maxMemSlots;
+    private MemoryTable table = MemoryTable.empty();
+    private final Map<MemoryRegion, Arena> arenas = new IdentityHashMap<>();
+
+    MemoryMapper(int maxMemSlots) {
+        this.maxMemSlots = maxMemSlots;
+    }
+
+    MemoryTable table() {
+        return table;
+    }
+
+    int maxMemSlots() {
+        return maxMemSlots;
+    }
+
+    /** A table replacing the whole current one (SET_MEM_TABLE); maps every region from its fd in {@code m}. */
+    Change mapTable(Message m, MemoryTableDescription description) throws VhostUserProtocolException {
+        int n = description.regions().size();
+        if (m.fdCount() != n) {
+            throw new VhostUserProtocolException(m.name(), "fds", m.fdCount(), "must be one per region (" + n + ")");
+        }
+        Change c = new Change(List.copyOf(arenas.keySet()));
+        try {
+            for (int i = 0; i < n; i++) {
+                c.map(m.name(), "regions[" + i + "]", description.regions().get(i), m.takeFd(i), c.next);
+            }
+        } catch (VhostUserProtocolException | RuntimeException e) {
+            c.close();
+            throw e;
+        }
+        return c;
+    }
+
+    /** The current table with one more region (ADD_MEM_REG), mapped from the one fd in {@code m}. */
+    Change mapAdded(Message m, MemoryRegionDescription region) throws VhostUserProtocolException {
+        if (m.fdCount() != 1) {
+            throw new VhostUserProtocolException(m.name(), "fds", m.fdCount(), "exactly one descriptor must come with it");
+        }
+        if (table.regions().size() >= maxMemSlots) {
+            throw new VhostUserProtocolException(m.name(), "regions", table.regions().size(),
+                    "all " + maxMemSlots + " memory slots are in use");
+        }
+        Change c = new Change(List.of());
+        c.next = table;
+        c.map(m.name(), "region", region, m.takeFd(0), table);
+        return c;
+    }
+
+    /** The current table without the region of these addresses and size (REM_MEM_REG; its mmap_offset is ignored). */
+    Change removal(String request, MemoryRegionDescription region) throws VhostUserProtocolException {
+        for (MemoryRegion r : table.regions()) {
+            if (r.guestPhysAddr() == region.guestPhysAddr() && r.size() == region.memorySize()
+                    && r.userAddr() == region.userspaceAddr()) {
+                List<MemoryRegion> regions = new ArrayList<>(table.regions());
+                regions.remove(r);
+                Change c = new Change(List.of(r));
+                c.next = new MemoryTable(regions);
+                return c;
+            }
+        }
+        throw new VhostUserProtocolException(request, "region.guest_phys_addr", region.guestPhysAddr(),
+                "no mapped region has this address, size 0x" + Long.toHexString(region.memorySize())
+                        + " and user address 0x" + Long.toHexString(region.userspaceAddr()));
+    }
+
+    /** Unmaps everything: the connection is gone and no ring is started. */
+    @Override
+    public void close() {
+        table = MemoryTable.empty();
+        arenas.values().forEach(Arena::close);
+        arenas.clear();
+    }
+
+    /** A prepared table: {@link #next()} is what {@link #install()} makes current. */
+    final class Change implements AutoCloseable {
+        private final Map<MemoryRegion, Arena> mapped = new IdentityHashMap<>();
+        private final List<MemoryRegion> unmap;
+        private MemoryTable next = MemoryTable.empty();
+        private boolean installed;
+
+        private Change(List<MemoryRegion> unmap) {
+            this.unmap = unmap;
+        }
+
+        MemoryTable next() {
+            return next;
+        }
+
+        /** Makes {@link #next()} the current table and unmaps the regions it no longer has. */
+        void install() {
+            table = next;
+            arenas.putAll(mapped);
+            for (MemoryRegion r : unmap) {
+                Arena a = arenas.remove(r);
+                if (a != null) {
+                    a.close();
+                }
+            }
+            installed = true;
+        }
+
+        /** Unmaps what this change mapped, unless it was installed. */
+        @Override
+        public void close() {
+            if (!installed) {
+                mapped.values().forEach(Arena::close);
+                mapped.clear();
+            }
+        }
+
+        /**
+         * Maps {@code region} from {@code fd} (closed on every path) and adds it to {@link #next}; refused when it
+         * overlaps a region of {@code existing} or reaches past the end of the fd.
+         */
+        private void map(String request, String field, MemoryRegionDescription region, FileDescriptor fd,
+                         MemoryTable existing) throws VhostUserProtocolException {
+            try (fd) {
+                long size = region.memorySize();
+                long mmapOffset = region.mmapOffset();
+                if (existing.overlaps(region.guestPhysAddr(), region.userspaceAddr(), size)) {
+                    throw new VhostUserProtocolException(request, field + ".guest_phys_addr", region.guestPhysAddr(),
+                            "overlaps a region already in the table " + existing);
+                }
+                long fileSize = fileSize(request, field, fd);
+                if (mmapOffset + size > fileSize) {
+                    // Touching a mapped page past the end of its file raises SIGBUS and kills the process.
+                    throw new VhostUserProtocolException(request, field + ".memory_size", size, "mmap_offset 0x"
+                            + Long.toHexString(mmapOffset) + " + memory_size runs past the end of the fd (" + fileSize
+                            + " bytes)");
+                }
+                Arena arena = Arena.ofShared();
+                MemoryRegion r;
+                try {
+                    // Map from offset 0, as libvhost-user does: hugetlbfs needs huge-page-aligned mmap offsets.
+                    MemorySegment whole = Mmap.mapShared(fd, 0, mmapOffset + size, arena);
+                    r = new MemoryRegion(region.guestPhysAddr(), size, region.userspaceAddr(), mmapOffset,
+                            whole.asSlice(mmapOffset, size));
+                } catch (LinuxException e) {
+                    arena.close();
+                    throw new VhostUserProtocolException(request, field + ".fd", fd.fd(), "mmap failed: " + e.getMessage());
+                }
+                mapped.put(r, arena);
+                List<MemoryRegion> regions = new ArrayList<>(next.regions());
+                regions.add(r);
+                next = new MemoryTable(regions);
+            }
+        }
+    }
+
+    private static long fileSize(String request, String field, FileDescriptor fd) throws VhostUserProtocolException {
+        try {
+            return fd.size();
+        } catch (LinuxException e) {
+            throw new VhostUserProtocolException(request, field + ".fd", fd.fd(), "fstat failed: " + e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,308 @@
+package io.virtio4j.vhost.backend;
+
+import io.virtio4j.core.device.DeviceOptions;
+import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.error.VirtqueueException;
+import io.virtio4j.core.layout.SplitLayout;
+import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.os.EventFd;
+import io.virtio4j.os.LinuxException;
+import io.virtio4j.vhost.memory.MemoryTable;
+import io.virtio4j.vhost.protocol.Message;
+import io.virtio4j.vhost.protocol.VhostUserProtocolException;
+import io.virtio4j.vhost.protocol.VringAddress;
+import io.virtio4j.vhost.protocol.VringFd;
+import io.virtio4j.vhost.protocol.VringState;
+
+import java.lang.foreign.MemorySegment;
+import java.util.logging.Logger;
+
+/**
+ * The device's rings and their lifecycle: what the front-end set up for each (size, addresses, base, kick,
+ * call and err eventfds, enabled), starting a ring once it has everything over the current memory table,
+ * stopping it (GET_VRING_BASE, a kick replaced, a memory table swapped, reset), and handing started rings to
+ * the device. Control thread only.
+ */
+final class VringTable implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(VringTable.class.getName());
+
+    private final VirtioDevice device;
+    private final BackendOptions options;
+    private final MemoryMapper memory;
+    private final Vring[] vrings;
+    /** Negotiated virtio features, for the queues started from now on. */
+    private long features;
+
+    VringTable(VirtioDevice device, BackendOptions options, MemoryMapper memory) {
+        this.device = device;
+        this.options = options;
+        this.memory = memory;
+        this.vrings = new Vring[device.maxQueues()];
+        for (int i = 0; i < vrings.length; i++) {
+            vrings[i] = new Vring(i);
+        }
+    }
+
+    /** New virtio features (SET_FEATURES); refused while a ring runs on different ones. */
+    void features(String request, long next) throws VhostUserProtocolException {
+        for (Vring v : vrings) {
+            if (v.isStarted() && next != features) {
+                throw new VhostUserProtocolException(request, "features", next,
+                        "ring " + v.index + " is started: features cannot change under it");
+            }
+        }
+        features = next;
+    }
+
+    /** Without protocol features rings are enabled from the start (there is no SET_VRING_ENABLE). */
+    void enableAll() {
+        for (Vring v : vrings) {
+            v.enabled = true;
+        }
+    }
+
+    // ---- one method per ring request ----
+
+    void setNum(String request, VringState s) throws VhostUserProtocolException {
+        Vring v = stoppedRing(request, s.index());
+        if (s.num() == 0 || s.num() > device.maxQueueSize() || Long.bitCount(s.num()) != 1) {
+            throw new VhostUserProtocolException(request, "num", s.num(),
+                    "queue size must be a power of two in [1, " + device.maxQueueSize() + "]");
+        }
+        v.num = (int) s.num();
+    }
+
+    void setAddr(String request, VringAddress a) throws VhostUserProtocolException {
+        Vring v = stoppedRing(request, a.index());
+        v.descAddr = a.desc();
+        v.usedAddr = a.used();
+        v.availAddr = a.avail();
+        v.addrSet = true;
+    }
+
+    void setBase(String request, VringState s) throws VhostUserProtocolException {
+        Vring v = stoppedRing(request, s.index());
+        if (s.num() > 0xFFFF) {
+            throw new VhostUserProtocolException(request, "num", s.num(), "a split ring base is a 16-bit index");
+        }
+        v.base = (int) s.num();
+    }
+
+    /** Stops the ring and answers where processing would resume; its kick and call eventfds go. */
+    VringState getBase(String request, VringState s) throws VhostUserProtocolException {
+        Vring v = ring(request, s.index());
+        stop(v);
+        // The ring is stopped: its kick and call fds go, new ones come with the next start (libvhost-user does so).
+        v.closeKick();
+        v.closeCalls();
+        return new VringState(v.index, v.base);
+    }
+
+    /** A new kick eventfd (or polling, with NOFD): the ring stops if started, and starts again over it. */
+    void setKick(Message m, VringFd p) throws VhostUserProtocolException {
+        Vring v = ring(m.name(), p.index());
+        EventFd kick = takeEventFd(m, p);
+        stop(v);
+        v.closeKick();
+        v.kick = kick;
+        v.kickSet = true;
+        maybeStart(v, m.name());
+    }
+
+    /** A new call eventfd (or none: the front-end polls); swapped under a running ring. */
+    void setCall(Message m, VringFd p) throws VhostUserProtocolException {
+        Vring v = ring(m.name(), p.index());
+        EventFd next = takeEventFd(m, p);
+        if (next != null) {
+            // Signal the new call eventfd once, as libvhost-user does. Used buffers published while the ring had no
+            // call eventfd would otherwise never be notified: GET_VRING_BASE closes it, and QEMU restarts a ring
+            // with SET_VRING_KICK (which starts it here) before SET_VRING_CALL, so the buffers that piled up while
+            // it was stopped are used with nobody to tell, and a guest asleep waiting for them hangs. A spurious
+            // notification is harmless: drivers re-check the used ring.
+            try {
+                next.write(1);
+            } catch (LinuxException e) {
+                next.close();
+                throw new VhostUserProtocolException(m.name(), "fd", 1, "cannot signal the call eventfd: " + e.getMessage());
+            }
+        }
+        EventFd old = v.call.target();
+        v.call.target(next);
+        if (old != null) {
+            if (v.isStarted()) {
+                v.retiredCalls.add(old);
+            } else {
+                old.close();
+            }
+        }
+    }
+
+    void setErr(Message m, VringFd p) throws VhostUserProtocolException {
+        Vring v = ring(m.name(), p.index());
+        EventFd err = takeEventFd(m, p);
+        if (v.err != null) {
+            v.err.close();
+        }
+        v.err = err;
+    }
+
+    void setEnable(String request, VringState s) throws VhostUserProtocolException {
+        Vring v = ring(request, s.index());
+        if (s.num() > 1) {
+            throw new VhostUserProtocolException(request, "num", s.num(), "must be 0 or 1");
+        }
+        v.enabled = s.num() == 1;
+        if (v.isStarted()) {
+            v.started.enabled(v.enabled);
+            device.queueEnabled(v.index, v.enabled);
+        } else {
+            maybeStart(v, request);
+        }
+    }
+
+    // ---- memory table changes ----
+
+    /**
+     * Installs a prepared memory table. A table that no longer holds the areas of a started ring is refused before
+     * anything changes (the caller drops the change, the rings keep running on the old table). Otherwise the
+     * started rings stop (they hold translated addresses), the table is installed, and every ring that has what it
+     * needs starts over it.
+     */
+    void swapMemory(MemoryMapper.Change change) throws VhostUserProtocolException {
+        for (Vring v : vrings) {
+            if (v.isStarted()) {
+                ringAreas(change.next(), "memory table", v);
+            }
+        }
+        stopAll();
+        change.install();
+        VhostUserProtocolException first = null;
+        for (Vring v : vrings) {
+            try {
+                maybeStart(v, "memory table");
+            } catch (VhostUserProtocolException e) {
+                first = first == null ? e : first;
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    // ---- reset and close ----
+
+    /** Stops every ring and forgets its setup, closing its eventfds (RESET_DEVICE); features back to none. */
+    void reset() {
+        stopAll();
+        for (Vring v : vrings) {
+            v.clear();
+        }
+        features = 0;
+    }
+
+    /** Stops every ring and closes every eventfd: the connection is gone. */
+    @Override
+    public void close() {
+        try {
+            stopAll();
+        } catch (RuntimeException e) {
+            LOG.warning("stopping rings on close: " + e);
+        }
+        for (Vring v : vrings) {
+            v.clear();
+        }
+    }
+
+    // ---- the lifecycle ----
+
+    private Vring ring(String request, long index) throws VhostUserProtocolException {
+        if (index < 0 || index >= vrings.length) {
+            throw new VhostUserProtocolException(request, "index", index,
+                    "ring index beyond the " + vrings.length + " queues of this device");
+        }
+        return vrings[(int) index];
+    }
+
+    private Vring stoppedRing(String request, long index) throws VhostUserProtocolException {
+        Vring v = ring(request, index);
+        if (v.isStarted()) {
+            throw new VhostUserProtocolException(request, "index", index, "ring is started; stop it with GET_VRING_BASE first");
+        }
+        return v;
+    }
+
+    /** The eventfd the message carries, or null with NOFD; the fd count must agree with the flag. */
+    private static EventFd takeEventFd(Message m, VringFd p) throws VhostUserProtocolException {
+        if (p.noFd() != (m.fdCount() == 0) || m.fdCount() > 1) {
+            throw new VhostUserProtocolException(m.name(), "fds", m.fdCount(), p.noFd()
+                    ? "NOFD is set but a descriptor came with the message" : "exactly one eventfd must come with it");
+        }
+        return p.noFd() ? null : EventFd.adopt(m.takeFd(0));
+    }
+
+    /**
+     * Starts the ring once everything it needs is there: size, addresses, a kick (or NOFD), enabled, and a
+     * memory table that maps its three areas. A ring whose kick arrived before it was enabled starts here,
+     * and the device's first look at it finds any buffers made available meanwhile: nothing is lost.
+     */
+    private void maybeStart(Vring v, String request) throws VhostUserProtocolException {
+        MemoryTable table = memory.table();
+        if (v.isStarted() || !v.kickSet || !v.enabled || v.num == 0 || !v.addrSet || table.isEmpty()) {
+            return;
+        }
+        SplitRingAreas areas = ringAreas(table, request, v);
+        SplitDeviceQueue queue = new SplitDeviceQueue(areas, table.guestMemory(),
+                DeviceOptions.fromFeatures(features, options.ordering(), options.cachedAvailOnEnable()), v.call);
+        try {
+            queue.restart(v.base);
+        } catch (VirtqueueException e) {
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base, e.getMessage());
+        }
+        v.queue = queue;
+        v.started = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled);
+        device.startQueue(v.index, v.started);
+    }
+
+    /** The ring's three areas in {@code table}, each checked to lie inside one region and be aligned. */
+    private static SplitRingAreas ringAreas(MemoryTable table, String request, Vring v) throws VhostUserProtocolException {
+        int q = v.num;
+        MemorySegment desc = userArea(table, request, v, "desc", v.descAddr, SplitLayout.descTableBytes(q), SplitLayout.DESC_ALIGN);
+        MemorySegment avail = userArea(table, request, v, "avail", v.availAddr, SplitLayout.availRingBytes(q), SplitLayout.AVAIL_ALIGN);
+        MemorySegment used = userArea(table, request, v, "used", v.usedAddr, SplitLayout.usedRingBytes(q), SplitLayout.USED_ALIGN);
+        return new SplitRingAreas(q, desc, avail, used);
+    }
+
+    private static MemorySegment userArea(MemoryTable table, String request, Vring v, String name, long addr, long bytes,
+                                          int align) throws VhostUserProtocolException {
+        String field = "vring[" + v.index + "]." + name;
+        MemorySegment s = table.userSlice(addr, bytes);
+        if (s == null) {
+            throw new VhostUserProtocolException(request, field, addr, "ring area of " + bytes
+                    + " bytes is not inside one region of " + table);
+        }
+        if (s.address() % align != 0) {
+            throw new VhostUserProtocolException(request, field, addr, "must be " + align + "-byte aligned");
+        }
+        return s;
+    }
+
+    /** Stops the ring if it is started, keeping the available index processing would resume at as its base. */
+    private void stop(Vring v) {
+        if (!v.isStarted()) {
+            return;
+        }
+        device.stopQueue(v.index);
+        v.base = v.queue.lastAvailIdx();
+        v.started = null;
+        for (EventFd r : v.retiredCalls) {
+            r.close();
+        }
+        v.retiredCalls.clear();
+    }
+
+    private void stopAll() {
+        for (Vring v : vrings) {
+            stop(v);
+        }
+    }
+}
