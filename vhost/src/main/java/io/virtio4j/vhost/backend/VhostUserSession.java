@@ -478,10 +478,18 @@ public final class VhostUserSession implements AutoCloseable {
         long p = m.u64(0);
         Vring v = ring(m, p & ProtocolFeatures.VRING_IDX_MASK);
         checkIndexPayload(m, p);
+        EventFd next = takeEventFd(m, p);
         if (v.err != null) {
-            v.err.close();
+            if (v.isStarted()) {
+                v.retiredCalls.add(v.err); // the device's thread may be signalling it: closed once the ring stops
+            } else {
+                v.err.close();
+            }
         }
-        v.err = takeEventFd(m, p);
+        v.err = next;
+        if (v.isStarted()) {
+            v.started.err(next);
+        }
         return null;
     }
 
@@ -542,6 +550,7 @@ public final class VhostUserSession implements AutoCloseable {
         }
         v.queue = queue;
         v.started = new QueueContext(v.index, queue, memory.guestMemory(), v.kick, v.enabled);
+        v.started.err(v.err);
         device.startQueue(v.index, v.started);
     }
 
