@@ -31,8 +31,13 @@ class NetTrafficTest {
      * thread), then checks the server still serves, stops it and checks no descriptor is left open.
      */
     static void withBackend(NetDevice.Options options, ThrowingConsumer<NetBackend> body) {
+        withBackend(() -> NetBackend.start(options), body);
+    }
+
+    /** The same, for a back-end made by {@code start} (serving a test's own device, say). */
+    static void withBackend(java.util.function.Supplier<NetBackend> start, ThrowingConsumer<NetBackend> body) {
         Map<Integer, String> fds = OpenFds.snapshot();
-        try (NetBackend backend = NetBackend.start(options)) {
+        try (NetBackend backend = start.get()) {
             assertTimeoutPreemptively(WATCHDOG, () -> body.accept(backend));
             backend.assertServing();
         }
