@@ -1,9 +1,14 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.os.DatagramPair;
+import io.virtio4j.vhost.backend.VhostUserConnection;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+
+import java.util.List;
+import java.util.logging.Level;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -59,5 +64,31 @@ class NetOptionsTest {
         refused(() -> new NetDevice.Options(1, NetMode.LOOPBACK, NotificationMode.POLL, -1, 64, new int[0], MAC, 1500), "hybridSpinNanos");
         refused(() -> new NetMode.Tap(""), "mode");
         refused(() -> TapPolling.TxPoll.parse("sometimes"), "txPoll");
+    }
+
+    /**
+     * A front-end that asks to be polled (SET_VRING_KICK with NOFD) cannot be honoured in tap mode, which sleeps on
+     * the tap and on kicks: the ring is refused with {@link NotificationModeRejectedException} naming the queue, and
+     * the back-end goes on serving.
+     */
+    @Test
+    void tapModeRefusesARingTheFrontEndWantsPolled() throws Exception {
+        try (DatagramPair port = DatagramPair.create()) {
+            NetDevice device = NetDevice.overPorts(new NetDevice.Options(1, new NetMode.Tap("dgram"),
+                    NotificationMode.NOTIFY, 0, 64, new int[0], MAC, 1500), List.of(port.first()));
+            try (device) {
+                NetTrafficTest.withBackend(() -> NetBackend.serving(device), backend -> {
+                    try (LogCapture log = new LogCapture(VhostUserConnection.class)) {
+                        try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().nofd(true))) {
+                            g.frontend().getFeatures(); // the connection is closed by now: this fails
+                        } catch (RuntimeException expected) {
+                            // the connection ended on the refused ring
+                        }
+                        log.await(Level.SEVERE, m -> m.contains(NotificationModeRejectedException.class.getSimpleName())
+                                && m.contains("queue 0") && m.contains("NOFD"));
+                    }
+                });
+            }
+        }
     }
 }
