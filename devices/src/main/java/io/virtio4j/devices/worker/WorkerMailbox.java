@@ -48,23 +48,17 @@ final class WorkerMailbox implements AutoCloseable {
         }
         try {
             mail.done().get(timeoutMillis, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            withdraw(mail);
-            throw new WorkerUnresponsiveException(owner + " (interrupted while waiting)", 0);
-        } catch (TimeoutException e) {
-            if (withdraw(mail)) {
+        } catch (TimeoutException | InterruptedException e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            if (mails.remove(mail)) {
                 throw new WorkerUnresponsiveException(owner, timeoutMillis);
             }
-            join(mail); // the worker took it just now: it runs to its end
+            join(mail); // the worker took it just now: a pass is bounded, so it runs to its end
         } catch (ExecutionException e) {
             throw unwrap(e);
         }
-    }
-
-    /** Takes a mail the worker has not started back; false when it has started (or is done) already. */
-    private boolean withdraw(Mail mail) {
-        return mails.remove(mail);
     }
 
     private void join(Mail mail) {
@@ -78,6 +72,11 @@ final class WorkerMailbox implements AutoCloseable {
     private WorkerDeadException unwrap(Exception e) {
         Throwable t = e.getCause();
         return t instanceof WorkerDeadException d ? d : new WorkerDeadException(owner, t);
+    }
+
+    /** Whether a request waits to be taken (for tests). */
+    boolean hasPending() {
+        return !mails.isEmpty();
     }
 
     /** Worker: runs every pending request; returns whether there was any. */
