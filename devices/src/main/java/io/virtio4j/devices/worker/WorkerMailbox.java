@@ -39,8 +39,9 @@ final class WorkerMailbox implements AutoCloseable {
     void runOnWorker(Runnable action) {
         Mail mail = new Mail(action, new CompletableFuture<>());
         mails.add(mail);
-        // After the add: if the worker died before it, no drain will ever see this mail, so fail it here. If it
-        // dies after, its failAll does. Completing a future twice is harmless.
+        // The add (a volatile CAS) comes before this read of death, and the dying worker's write of death before
+        // its failAll's polls: sequentially consistent, so either we see death here and fail the mail ourselves, or
+        // failAll sees the mail. Completing a future twice is harmless.
         if (death != null) {
             failAll();
         } else {
@@ -55,16 +56,21 @@ final class WorkerMailbox implements AutoCloseable {
             if (mails.remove(mail)) {
                 throw new WorkerUnresponsiveException(owner, timeoutMillis);
             }
-            join(mail); // the worker took it just now: a pass is bounded, so it runs to its end
+            awaitTaken(mail); // the worker took it just now: give the request itself the same time
         } catch (ExecutionException e) {
             throw unwrap(e);
         }
     }
 
-    private void join(Mail mail) {
+    private void awaitTaken(Mail mail) {
         try {
-            mail.done().join();
-        } catch (java.util.concurrent.CompletionException e) {
+            mail.done().get(timeoutMillis, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException | InterruptedException e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            throw new WorkerUnresponsiveException(owner, timeoutMillis);
+        } catch (ExecutionException e) {
             throw unwrap(e);
         }
     }
