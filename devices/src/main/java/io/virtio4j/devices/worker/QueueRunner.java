@@ -153,7 +153,10 @@ public final class QueueRunner implements AutoCloseable {
      * Control thread (one call at a time): takes queue {@code index} away, if it was handed over; returns only once
      * the worker no longer touches it (at once when the worker is dead).
      *
-     * @throws WorkerUnresponsiveException when the worker does not answer in time
+     * @throws WorkerUnresponsiveException when the worker does not answer in time: it may still hold the queue, so
+     *                                     the caller must treat the ring as lost (the connection ends; once the
+     *                                     mappings go, a late access fails on its closed arena instead of
+     *                                     touching freed memory)
      */
     public void detach(int index) {
         QueueContext q = index >= 0 && index < MAX_QUEUES ? handedOver[index] : null;
