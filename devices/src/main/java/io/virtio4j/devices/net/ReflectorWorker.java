@@ -3,6 +3,7 @@ package io.virtio4j.devices.net;
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.SplitDeviceQueue;
 import io.virtio4j.core.error.VirtqueueException;
+import io.virtio4j.devices.worker.KickSwitch;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.vhost.backend.QueueContext;
 
@@ -36,7 +37,7 @@ final class ReflectorWorker implements PairWork {
     private RxDelivery delivery;
     /** A transmitted frame, header first, copied out of guest memory. */
     private MemorySegment frame;
-    private boolean txKicksOn;
+    private final KickSwitch txKickRequest = new KickSwitch();
 
     ReflectorWorker(int pair, NetMode.Reflection reflection, int weight, boolean mergeable) {
         this.pair = pair;
@@ -59,13 +60,10 @@ final class ReflectorWorker implements PairWork {
     public void onAttach(QueueContext q) {
         if (PairWork.isReceive(q.index())) {
             rx = q;
-            delivery = new RxDelivery(q.queue(), mergeable);
-            if (!q.queue().isBroken()) {
-                q.queue().disableKicks(); // never waited on: the guest need not kick it
-            }
+            delivery = PairWork.receiveQueue(q, mergeable); // never waited on: a frame finding no buffer is dropped
         } else {
             tx = q;
-            txKicksOn = false;
+            txKickRequest.reset();
             // A kick that came before the ring started is not lost: the next pass looks at the ring anyway.
         }
     }
@@ -78,7 +76,7 @@ final class ReflectorWorker implements PairWork {
             delivery = null;
         } else if (q == tx) {
             tx = null;
-            txKicksOn = false;
+            txKickRequest.reset();
         }
     }
 
@@ -93,24 +91,12 @@ final class ReflectorWorker implements PairWork {
 
     @Override
     public boolean prepareSleep() {
-        QueueContext t = tx;
-        if (t == null || t.queue().isBroken() || txKicksOn) {
-            return true;
-        }
-        if (t.queue().enableKicks()) {
-            return false; // frames arrived while we armed: serve them
-        }
-        txKicksOn = true;
-        return true;
+        return txKickRequest.arm(tx);
     }
 
     @Override
     public void onWake(int events) {
-        // Working again: kicks are not needed while we look at the ring ourselves.
-        if (txKicksOn && tx != null && !tx.queue().isBroken()) {
-            tx.queue().disableKicks();
-        }
-        txKicksOn = false;
+        txKickRequest.disarm(tx);
     }
 
     /** One bounded pass over the transmit queue; returns the frames handled. */
@@ -189,12 +175,6 @@ final class ReflectorWorker implements PairWork {
         } catch (VirtqueueException e) {
             LOG.warning("queue pair " + pair + ": receive queue " + r.index() + " broken: " + e.getMessage());
             return false;
-        }
-    }
-
-    private void flush(QueueContext q) {
-        if (q != null && !q.queue().isBroken() && q.queue().flushUsed()) {
-            stats.notifications++;
         }
     }
 }

@@ -3,6 +3,7 @@ package io.virtio4j.devices.net;
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.SplitDeviceQueue;
 import io.virtio4j.core.error.VirtqueueException;
+import io.virtio4j.devices.worker.KickSwitch;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.os.Errno;
@@ -91,8 +92,8 @@ final class TapBridgeWorker implements PairWork {
     private int tapMask;
     /** A frame waits and the receive ring had no buffer for it: wait for the guest's receive kick. */
     private boolean rxStarved;
-    private boolean txKicksOn;
-    private boolean rxKicksOn;
+    private final KickSwitch txKickRequest = new KickSwitch();
+    private final KickSwitch rxKickRequest = new KickSwitch();
     /** The pass that follows a wake-up: if it finds nothing to do, the wake-up was spurious. */
     private boolean woke;
     private boolean loggedTxError;
@@ -127,18 +128,13 @@ final class TapBridgeWorker implements PairWork {
     public void onAttach(QueueContext q) {
         if (PairWork.isReceive(q.index())) {
             rx = q;
-            delivery = new RxDelivery(q.queue(), mergeable);
+            delivery = PairWork.receiveQueue(q, mergeable);
             rxStarved = false;
-            rxKicksOn = false;
-            // Receive kicks are only wanted while a frame waits for buffers; until then the guest need not
-            // kick at all (with EVENT_IDX this leaves avail_event behind).
-            if (!q.queue().isBroken()) {
-                q.queue().disableKicks();
-            }
+            rxKickRequest.reset();
             tapReadable = true; // frames may have queued up while there was no ring: look
         } else {
             tx = q;
-            txKicksOn = false;
+            txKickRequest.reset();
             // A kick that came before the ring started is not lost: the next pass looks at the ring anyway.
         }
     }
@@ -150,10 +146,10 @@ final class TapBridgeWorker implements PairWork {
             rx = null;
             delivery = null;
             rxStarved = false;
-            rxKicksOn = false;
+            rxKickRequest.reset();
         } else if (q == tx) {
             tx = null;
-            txKicksOn = false;
+            txKickRequest.reset();
         }
     }
 
@@ -383,21 +379,13 @@ final class TapBridgeWorker implements PairWork {
     /** Arms what should wake us, each arm followed by a re-check, so that work arriving meanwhile is done. */
     @Override
     public boolean prepareSleep() {
-        QueueContext t = tx;
-        if (t != null && !t.queue().isBroken() && t.kick() != null && (tapWritable || !t.enabled() || tapFailed)
-                && !txKicksOn) {
-            if (t.queue().enableKicks()) {
-                return false; // buffers arrived while enabling: serve them
-            }
-            txKicksOn = true;
+        // The transmit ring is only worth a kick while the tap takes frames (or they are dropped anyway).
+        if ((tapWritable || tx == null || !tx.enabled() || tapFailed) && !txKickRequest.arm(tx)) {
+            return false; // buffers arrived while arming: serve them
         }
-        QueueContext r = rx;
-        if (rxStarved && r != null && !r.queue().isBroken() && !rxKicksOn) {
-            if (r.queue().enableKicks()) {
-                rxStarved = false; // the guest posted buffers meanwhile: deliver
-                return false;
-            }
-            rxKicksOn = true;
+        if (rxStarved && !rxKickRequest.arm(rx)) {
+            rxStarved = false; // the guest posted buffers meanwhile: deliver
+            return false;
         }
         updateTapRegistration();
         return true;
@@ -432,17 +420,9 @@ final class TapBridgeWorker implements PairWork {
             wakeups++;
             woke = true;
         }
-        QueueContext t = tx;
-        QueueContext r = rx;
         // Working again: kicks are not needed while we look at the rings ourselves.
-        if (txKicksOn && t != null && !t.queue().isBroken()) {
-            t.queue().disableKicks();
-        }
-        txKicksOn = false;
-        if (rxKicksOn && r != null && !r.queue().isBroken()) {
-            r.queue().disableKicks();
-        }
-        rxKicksOn = false;
+        txKickRequest.disarm(tx);
+        rxKickRequest.disarm(rx);
         rxStarved = false; // look at the receive ring again; starving again costs one pop
         if (tapWritable && polling.txPoll() == TapPolling.TxPoll.ON_EAGAIN && (tapMask & Epoll.EPOLLOUT) != 0) {
             updateTapRegistration(); // EPOLLOUT came: stop watching for it
@@ -465,12 +445,6 @@ final class TapBridgeWorker implements PairWork {
         if (rxKicks != 0) {
             stats.rxKicks += rxKicks;
             rxKicks = 0;
-        }
-    }
-
-    private void flush(QueueContext q) {
-        if (q != null && !q.queue().isBroken() && q.queue().flushUsed()) {
-            stats.notifications++;
         }
     }
 }

@@ -1,6 +1,7 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.devices.worker.KickSwitch;
 import io.virtio4j.devices.worker.QueueAbandonedException;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.devices.worker.QueueWorker;
@@ -35,6 +36,7 @@ class DeadWorkerTest {
 
     /** Pops a transmitted frame, then throws: a bug in a device's pass. */
     private static final class ExplodingWork implements QueueWorker {
+        private final KickSwitch kicks = new KickSwitch();
         private QueueContext tx;
 
         @Override
@@ -61,14 +63,12 @@ class DeadWorkerTest {
 
         @Override
         public boolean prepareSleep() {
-            return tx == null || tx.queue().isBroken() || !tx.queue().enableKicks();
+            return kicks.arm(tx);
         }
 
         @Override
         public void onWake(int events) {
-            if (tx != null && !tx.queue().isBroken()) {
-                tx.queue().disableKicks();
-            }
+            kicks.disarm(tx);
         }
     }
 
