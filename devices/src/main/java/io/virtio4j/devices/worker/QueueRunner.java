@@ -8,6 +8,7 @@ import io.virtio4j.os.LinuxException;
 import io.virtio4j.vhost.backend.QueueContext;
 
 import java.lang.foreign.Arena;
+import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
@@ -296,15 +297,18 @@ public final class QueueRunner implements AutoCloseable {
 
     /** Worker thread, after a throwable: breaks every attached queue and fails the mailbox. */
     private void die(Throwable t) {
-        LOG.severe(name + " died: " + t);
-        for (int i = 0; i < MAX_QUEUES; i++) {
-            QueueContext q = queues[i];
-            if (q != null) {
-                abandon(q, t);
-                queues[i] = null;
+        LOG.log(Level.SEVERE, name + " died: " + t, t);
+        try {
+            for (int i = 0; i < MAX_QUEUES; i++) {
+                QueueContext q = queues[i];
+                if (q != null) {
+                    queues[i] = null;
+                    abandon(q, t);
+                }
             }
+        } finally {
+            mailbox.die(t); // whatever happened above, the control thread must not wait for this thread
         }
-        mailbox.die(t);
     }
 
     private void abandonFromControl(QueueContext q) {

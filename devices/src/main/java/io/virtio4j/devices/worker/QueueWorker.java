@@ -55,7 +55,7 @@ public interface QueueWorker {
     default void onEvent(long token, int events) {
     }
 
-    /** Last call on the thread, after a stop or a death. */
+    /** Last call on the thread, after a stop or a death; the arena of {@link #onStart} is closed by then. */
     default void onStop() {
     }
 }
