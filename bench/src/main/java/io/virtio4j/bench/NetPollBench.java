@@ -128,8 +128,8 @@ public final class NetPollBench implements AutoCloseable {
 
     /** One measured run with {@code polling}. */
     public RunResult run(TapPolling polling) throws InterruptedException {
-        NetDevice device = NetDevice.overPorts(new NetDevice.Options(1, NetMode.TAP, NotificationMode.NOTIFY, 0, 64,
-                new int[0], UdpFrames.mac(GUEST_MAC), 1500, tap.name(), polling), List.of(tap));
+        NetDevice device = NetDevice.overPorts(new NetDevice.Options(1, new NetMode.Tap(tap.name(), polling),
+                NotificationMode.NOTIFY, 0, 64, new int[0], UdpFrames.mac(GUEST_MAC), 1500), List.of(tap));
         InProcessBackend.Connected c = InProcessBackend.start(device, "net-poll-bench");
         Counter counter = new Counter();
         long[] guestSpurious = new long[1];

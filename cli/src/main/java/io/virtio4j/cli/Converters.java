@@ -46,26 +46,34 @@ final class Converters {
         }
     }
 
-    static final class NetModeConverter implements ITypeConverter<io.virtio4j.devices.net.NetMode> {
-        @Override
-        public io.virtio4j.devices.net.NetMode convert(String v) {
-            return parse(io.virtio4j.devices.net.NetMode.class, v);
-        }
-    }
-
     /** rxonly | macswap | loopback | tap:NAME; the tap name is checked when the tap is opened. */
-    static io.virtio4j.devices.net.NetMode netMode(String v) {
+    static io.virtio4j.devices.net.NetMode netMode(String v, io.virtio4j.devices.net.TapPolling polling) {
         String m = v.trim();
         if (m.toLowerCase(Locale.ROOT).startsWith("tap:")) {
             if (m.length() == 4) {
                 throw new TypeConversionException("--mode tap:NAME needs a tap name");
             }
-            return io.virtio4j.devices.net.NetMode.TAP;
+            return new io.virtio4j.devices.net.NetMode.Tap(m.substring(4), polling);
         }
-        if (m.equalsIgnoreCase("tap")) {
-            throw new TypeConversionException("--mode tap needs a tap name: tap:NAME");
-        }
-        return parse(io.virtio4j.devices.net.NetMode.class, m);
+        return switch (m.toLowerCase(Locale.ROOT)) {
+            case "rxonly" -> io.virtio4j.devices.net.NetMode.RXONLY;
+            case "macswap" -> io.virtio4j.devices.net.NetMode.MACSWAP;
+            case "loopback" -> io.virtio4j.devices.net.NetMode.LOOPBACK;
+            case "tap" -> throw new TypeConversionException("--mode tap needs a tap name: tap:NAME");
+            default -> throw new TypeConversionException("'" + v + "' is not one of rxonly | macswap | loopback | tap:NAME");
+        };
+    }
+
+    /** The flag of {@code serve net} that sets a {@link io.virtio4j.devices.net.NetDevice.Options} option. */
+    static String netFlag(String option) {
+        return switch (option) {
+            case "pairs" -> "--queues";
+            case "notification" -> "--notify";
+            case "hybridSpinNanos" -> "--hybrid-spin-ns";
+            case "cpus" -> "--cpu";
+            case "txPoll" -> "--tx-poll";
+            default -> "--" + option; // mode, weight, mac, mtu
+        };
     }
 
     static final class TxPollConverter implements ITypeConverter<io.virtio4j.devices.net.TapPolling.TxPoll> {

@@ -2,6 +2,7 @@ package io.virtio4j.cli;
 
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.devices.net.InvalidNetOptionException;
 import io.virtio4j.devices.net.NetDevice;
 import io.virtio4j.devices.net.NetMode;
 import io.virtio4j.devices.net.NetStats;
@@ -11,7 +12,10 @@ import io.virtio4j.vhost.backend.VhostUserBackendEndpoint;
 import io.virtio4j.vhost.backend.VhostUserSession;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 import java.nio.file.Path;
 import java.util.HexFormat;
@@ -31,6 +35,8 @@ public final class ServeCommand {
             description = {"A virtio-net vhost-user back-end. Peers: QEMU (-netdev vhost-user), DPDK virtio-user "
                     + "(--vdev net_virtio_user0,path=SOCK)."})
     static final class Net implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
         static final class Endpoint {
             @Option(names = "--socket", paramLabel = "PATH", description = "listen on PATH (server, the default role)")
             Path socket;
@@ -53,9 +59,9 @@ public final class ServeCommand {
                 + "only after a write hit EAGAIN (on-eagain, vhost-net today) or always (always, before) (default on-eagain)",
                 converter = Converters.TxPollConverter.class)
         TapPolling.TxPoll txPoll = TapPolling.TxPoll.ON_EAGAIN;
-        @Option(names = "--notify", paramLabel = "MODE", description = "poll | notify | hybrid: how queue threads wait (default ${DEFAULT-VALUE})",
-                converter = Converters.ModeConverter.class)
-        NotificationMode notification = NotificationMode.POLL;
+        @Option(names = "--notify", paramLabel = "MODE", description = "poll | notify | hybrid: how queue threads wait "
+                + "(default poll; tap mode: notify, the only one it takes)", converter = Converters.ModeConverter.class)
+        NotificationMode notification;
         @Option(names = "--hybrid-spin-ns", description = "hybrid: spin this long before sleeping (default ${DEFAULT-VALUE})")
         long hybridSpinNanos = 50_000;
         @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
@@ -77,12 +83,20 @@ public final class ServeCommand {
         @Override
         public Integer call() throws Exception {
             byte[] macBytes = HexFormat.ofDelimiter(":").parseHex(mac);
-            NetMode netMode = Converters.netMode(mode);
-            String tap = netMode == NetMode.TAP ? mode.substring(mode.indexOf(':') + 1) : null;
             TapPolling polling = new TapPolling(rxPollStop, txPoll);
+            NetMode netMode = Converters.netMode(mode, polling);
+            boolean tapMode = netMode instanceof NetMode.Tap;
+            if (notification == null) {
+                notification = tapMode ? NotificationMode.NOTIFY : NotificationMode.POLL;
+            }
+            NetDevice.Options options;
+            try {
+                options = new NetDevice.Options(queues, netMode, notification, hybridSpinNanos, weight, cpus, macBytes, mtu);
+            } catch (InvalidNetOptionException e) {
+                throw new ParameterException(spec.commandLine(), Converters.netFlag(e.option()) + ": " + e.getMessage());
+            }
             // Tap mode opens (or creates) the tap now, so the interface exists while the back-end waits for a guest.
-            NetDevice device = new NetDevice(new NetDevice.Options(queues, netMode, notification, hybridSpinNanos, weight,
-                    cpus, macBytes, mtu, tap, polling));
+            NetDevice device = new NetDevice(options);
             BackendOptions bopt = new BackendOptions(barriers, cachedAvail, 32);
             VhostUserBackendEndpoint backend = new VhostUserBackendEndpoint(() -> new VhostUserSession(device, bopt));
             ScheduledExecutorService printer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -99,12 +113,11 @@ public final class ServeCommand {
                 device.close();
                 System.out.flush();
             }, "virtio4j-shutdown"));
-            String how = netMode == NetMode.TAP
-                    ? "tap " + device.tapName() + ", " + polling.describe() + ", weight " + weight
-                            + " (--notify does not apply: the tap worker sleeps on epoll)"
+            String how = tapMode
+                    ? "tap " + device.tapName() + ", " + polling.describe() + ", weight " + weight + ", notify"
                     : notification.name().toLowerCase(Locale.ROOT);
             System.out.printf(Locale.ROOT, "virtio4j serve net: %d queue pair(s), mode %s, %s, barriers %s, cached-avail %s%n",
-                    queues, netMode.name().toLowerCase(Locale.ROOT), how,
+                    queues, tapMode ? "tap" : mode.trim().toLowerCase(Locale.ROOT), how,
                     barriers.name().toLowerCase(Locale.ROOT), cachedAvail ? "on" : "off");
             System.out.flush();
             if (endpoint.socket != null) {

@@ -138,6 +138,17 @@ public final class SplitDeviceQueue {
         return broken;
     }
 
+    /**
+     * Breaks the queue for a reason outside the ring, e.g. the thread serving it died: every later call fails
+     * with {@link QueueBrokenException}, as after a violation, until {@link #restart}. A queue already broken keeps
+     * its first cause. Called by the thread that owns the queue.
+     */
+    public void fail(RingViolationException cause) {
+        if (broken == null) {
+            breakWith(cause);
+        }
+    }
+
     private void checkNotBroken() {
         if (broken != null) {
             throw new QueueBrokenException("device queue", broken);

@@ -2,6 +2,7 @@ package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.policy.VirtioFeatures;
+import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.os.FramePort;
 import io.virtio4j.os.TunTap;
 import io.virtio4j.vhost.backend.QueueContext;
@@ -17,53 +18,92 @@ import java.util.List;
  * control queue, when the driver has one, is handled by the front-end (QEMU, DPDK virtio-user), never by a
  * vhost-user back-end.
  *
- * <p>In {@link NetMode#TAP} mode the device bridges its queues to a tap device: one tap queue per queue pair
+ * <p>In {@link NetMode.Tap} mode the device bridges its queues to a tap device: one tap queue per queue pair
  * (a multi-queue tap when there are several pairs), opened, or created, when the device is constructed, so the
  * interface exists as soon as {@code serve net} runs and stays across front-end connections. {@link #close()}
  * releases it.
+ *
+ * <p>Each pair's queues are served by a {@link QueueRunner} of its own; the pair's work is a
+ * {@link ReflectorWorker} or a {@link TapBridgeWorker}.
  */
 public final class NetDevice implements VirtioDevice, AutoCloseable {
 
     /**
-     * Options of {@code serve net}.
+     * Options of a net device. Errors name the component ({@link InvalidNetOptionException#option()}).
      *
-     * @param tap     the tap's interface name in {@link NetMode#TAP} mode (a {@code %d} lets the kernel number it),
-     *                null otherwise
-     * @param polling how the tap mode watches its tap
+     * @param pairs           receive/transmit queue pairs, in [1, 128]
+     * @param notification    how each virtqueue is waited on, by index (receive queue 2p, transmit queue 2p + 1);
+     *                        tap mode takes NOTIFY only (it sleeps on the tap and on kicks)
+     * @param hybridSpinNanos how long HYBRID queues are spun on before their thread sleeps
+     * @param weight          frames per queue per pass, at least 1
+     * @param cpus            CPUs to pin the pairs' threads to, round robin (empty: not pinned)
      */
-    public record Options(int pairs, NetMode mode, NotificationMode notification, long hybridSpinNanos, int weight,
-                          int[] cpus, byte[] mac, int mtu, String tap, TapPolling polling) {
+    public record Options(int pairs, NetMode mode, NotificationMode[] notification, long hybridSpinNanos, int weight,
+                          int[] cpus, byte[] mac, int mtu) {
         public Options {
             if (pairs < 1 || pairs > 128) {
-                throw new IllegalArgumentException("--queues must be in [1, 128], got " + pairs);
+                throw new InvalidNetOptionException("pairs", pairs, "must be in [1, 128]");
+            }
+            if (mode == null) {
+                throw new InvalidNetOptionException("mode", null, "a mode is required");
             }
             if (weight < 1) {
-                throw new IllegalArgumentException("--weight must be >= 1, got " + weight);
+                throw new InvalidNetOptionException("weight", weight, "must be >= 1");
             }
-            if (mac.length != 6) {
-                throw new IllegalArgumentException("a MAC address has 6 bytes");
+            if (hybridSpinNanos < 0) {
+                throw new InvalidNetOptionException("hybridSpinNanos", hybridSpinNanos, "must be >= 0");
+            }
+            if (mac == null || mac.length != 6) {
+                throw new InvalidNetOptionException("mac", mac == null ? null : mac.length + " bytes",
+                        "a MAC address has 6 bytes");
             }
             if (mtu < 68 || mtu > 65535) {
-                throw new IllegalArgumentException("--mtu must be in [68, 65535], got " + mtu);
+                throw new InvalidNetOptionException("mtu", mtu, "must be in [68, 65535]");
             }
-            if ((mode == NetMode.TAP) != (tap != null)) {
-                throw new IllegalArgumentException(mode == NetMode.TAP ? "tap mode needs a tap name (--mode tap:NAME)"
-                        : "a tap name is only for tap mode");
+            if (notification == null || notification.length != 2 * pairs) {
+                throw new InvalidNetOptionException("notification", notification == null ? null : notification.length
+                        + " modes", "needs one mode per virtqueue: " + 2 * pairs);
             }
-            if (polling == null) {
-                polling = TapPolling.current();
+            notification = notification.clone();
+            for (int i = 0; i < notification.length; i++) {
+                if (notification[i] == null) {
+                    throw new InvalidNetOptionException("notification", "queue " + i + ": null", "a mode is required");
+                }
+                if (mode instanceof NetMode.Tap && notification[i] != NotificationMode.NOTIFY) {
+                    throw new InvalidNetOptionException("notification", "queue " + i + ": " + notification[i],
+                            "tap mode sleeps on the tap and on kicks: only NOTIFY");
+                }
             }
+            cpus = cpus == null ? new int[0] : cpus.clone();
+            mac = mac.clone();
         }
 
-        /** Options of a device that does not use a tap. */
+        /** Options with one notification mode for every virtqueue. */
         public Options(int pairs, NetMode mode, NotificationMode notification, long hybridSpinNanos, int weight,
                        int[] cpus, byte[] mac, int mtu) {
-            this(pairs, mode, notification, hybridSpinNanos, weight, cpus, mac, mtu, null, TapPolling.current());
+            this(pairs, mode, allQueues(pairs, notification), hybridSpinNanos, weight, cpus, mac, mtu);
+        }
+
+        /** How virtqueue {@code queue} is waited on. */
+        public NotificationMode notification(int queue) {
+            return notification[queue];
+        }
+
+        @Override
+        public NotificationMode[] notification() {
+            return notification.clone();
+        }
+
+        private static NotificationMode[] allQueues(int pairs, NotificationMode mode) {
+            NotificationMode[] m = new NotificationMode[Math.max(0, 2 * pairs)];
+            java.util.Arrays.fill(m, mode);
+            return m;
         }
     }
 
     private final Options options;
-    private final PairWorker[] workers;
+    private final QueueRunner[] runners;
+    private final PairWork[] works;
     private final NetStats[] retired;
     /** Tap mode: one port per queue pair. */
     private final FramePort[] ports;
@@ -72,7 +112,7 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
 
     /** A device as {@code options} say; in tap mode it opens (or creates) the tap now. */
     public NetDevice(Options options) {
-        this(options, options.mode() == NetMode.TAP ? openTaps(options) : null, true);
+        this(options, options.mode() instanceof NetMode.Tap t ? openTaps(t.name(), options.pairs()) : null, true);
     }
 
     /**
@@ -80,25 +120,26 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
      * for running one tap through several devices in turn, e.g. an experiment switching disciplines.
      */
     public static NetDevice overPorts(Options options, List<? extends FramePort> ports) {
-        if (options.mode() != NetMode.TAP || ports.size() != options.pairs()) {
-            throw new IllegalArgumentException("tap mode with one port per queue pair: " + options.pairs()
-                    + " pairs, " + ports.size() + " ports, mode " + options.mode());
+        if (!(options.mode() instanceof NetMode.Tap) || ports.size() != options.pairs()) {
+            throw new InvalidNetOptionException("mode", options.mode(), "a device over ports is in tap mode with one"
+                    + " port per queue pair: " + options.pairs() + " pairs, " + ports.size() + " ports");
         }
         return new NetDevice(options, ports.toArray(new FramePort[0]), false);
     }
 
     private NetDevice(Options options, FramePort[] ports, boolean ownsPorts) {
         this.options = options;
-        this.workers = new PairWorker[options.pairs()];
+        this.runners = new QueueRunner[options.pairs()];
+        this.works = new PairWork[options.pairs()];
         this.retired = new NetStats[options.pairs()];
         this.ports = ports;
         this.ownsPorts = ownsPorts;
     }
 
-    private static FramePort[] openTaps(Options options) {
-        FramePort[] taps = new FramePort[options.pairs()];
-        boolean multiQueue = options.pairs() > 1;
-        String name = options.tap();
+    private static FramePort[] openTaps(String tap, int pairs) {
+        FramePort[] taps = new FramePort[pairs];
+        boolean multiQueue = pairs > 1;
+        String name = tap;
         try {
             for (int i = 0; i < taps.length; i++) {
                 TunTap t = TunTap.open(name, multiQueue);
@@ -166,41 +207,52 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
         negotiated = features;
     }
 
+    /**
+     * Hands the queue to its pair's runner (started on first use).
+     *
+     * @throws NotificationModeRejectedException in tap mode, when the front-end asked to be polled (NOFD kick)
+     */
     @Override
     public synchronized void startQueue(int index, QueueContext queue) {
-        worker(index / 2).attach(index % 2 == 0, queue);
+        if (options.mode() instanceof NetMode.Tap && queue.kick() == null) {
+            throw new NotificationModeRejectedException(index, NotificationMode.POLL,
+                    "the front-end gave no kick eventfd (NOFD), and tap mode sleeps on the tap and on kicks");
+        }
+        runner(index / 2).attach(queue, options.notification(index));
     }
 
     @Override
     public synchronized void stopQueue(int index) {
-        PairWorker w = workers[index / 2];
-        if (w != null) {
-            w.detach(index % 2 == 0);
+        QueueRunner r = runners[index / 2];
+        if (r != null) {
+            r.detach(index);
         }
     }
 
     @Override
     public synchronized void reset() {
-        for (int i = 0; i < workers.length; i++) {
-            if (workers[i] != null) {
-                workers[i].shutdown();
-                retired[i] = sum(retired[i], workers[i].stats());
-                workers[i] = null;
+        for (int i = 0; i < runners.length; i++) {
+            if (runners[i] != null) {
+                runners[i].close();
+                retired[i] = sum(retired[i], works[i].stats());
+                runners[i] = null;
+                works[i] = null;
             }
         }
     }
 
-    private PairWorker worker(int pair) {
-        if (workers[pair] == null) {
+    private QueueRunner runner(int pair) {
+        if (runners[pair] == null) {
             int[] cpus = options.cpus();
             int cpu = cpus.length == 0 ? -1 : cpus[pair % cpus.length];
             boolean mergeable = VirtioFeatures.has(negotiated, NetFeatures.MRG_RXBUF);
-            workers[pair] = options.mode() == NetMode.TAP
-                    ? new TapPairWorker(pair, ports[pair], options.polling(), options.weight(), cpu, mergeable)
-                    : new QueuePairWorker(pair, options.mode(), options.notification(), options.hybridSpinNanos(),
-                            options.weight(), cpu, mergeable);
+            works[pair] = switch (options.mode()) {
+                case NetMode.Tap t -> new TapBridgeWorker(pair, ports[pair], t.polling(), options.weight(), mergeable);
+                case NetMode.Reflect r -> new ReflectorWorker(pair, r.reflection(), options.weight(), mergeable);
+            };
+            runners[pair] = new QueueRunner("virtio4j-net-pair" + pair, cpu, options.hybridSpinNanos(), works[pair]);
         }
-        return workers[pair];
+        return runners[pair];
     }
 
     /**
@@ -208,13 +260,13 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
      * while no front-end has started its queues.
      */
     public synchronized long workerThreadId(int pair) {
-        PairWorker w = workers[pair];
-        return w == null ? -1 : w.threadId();
+        QueueRunner r = runners[pair];
+        return r == null ? -1 : r.threadId();
     }
 
     /** Statistics of queue pair {@code pair} over the device's life, across connections. */
     public synchronized NetStats stats(int pair) {
-        PairWorker w = workers[pair];
+        PairWork w = works[pair];
         return sum(retired[pair], w == null ? null : w.stats());
     }
 

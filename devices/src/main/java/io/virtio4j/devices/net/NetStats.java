@@ -25,7 +25,7 @@ public final class NetStats {
     volatile long rxKicks;
     /** Used-buffer notifications sent on either queue. */
     volatile long notifications;
-    /** Returns from epoll_wait with at least one event. */
+    /** Returns from epoll_wait with at least one kick or tap event (a control request alone does not count). */
     volatile long wakeups;
     /** Wake-ups after which a full pass found nothing to do. */
     volatile long spuriousWakeups;

@@ -8,16 +8,27 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
- * Puts frames on a guest receive queue, from a staging segment that holds the 12-byte virtio_net_hdr followed by
- * the Ethernet frame (what a tap read returns). With merged receive buffers a frame is spread over as many
- * buffers as it needs and num_buffers says how many; without, it must fit one buffer. A flyweight: one per
- * worker, no allocation per frame.
+ * Puts frames on one guest receive queue, from a staging segment that holds a 12-byte virtio_net_hdr followed by
+ * the Ethernet frame (what a tap read returns, what the reflector copies out of the transmit ring). The one way
+ * every net worker delivers to the guest; a flyweight made when the receive queue is attached, allocating nothing
+ * per frame.
  *
- * <p>The header passes through from the tap, except what the guest did not negotiate: this device offers no
- * checksum or segmentation offload, so the flags byte is cleared (the spec wants it zero without
- * VIRTIO_NET_F_GUEST_CSUM) and a frame the kernel handed over unsegmented or with a partial checksum is dropped.
- * The kernel does not produce those unless offloads are switched on for the tap (TUNSETOFFLOAD), which we never
- * do.
+ * <p>The rules, each as Linux vhost-net and DPDK's vhost library do it:
+ * <ul>
+ * <li><b>Header.</b> This device offers no receive offloads (no GUEST_CSUM, no GUEST_TSO*), so the guest gets an
+ *     all-zero header but for num_buffers (DPDK writes the header from the mbuf's offload flags, all zero without
+ *     offloads; the spec wants flags zero without GUEST_CSUM and gso_type NONE without GUEST_TSO*). A frame whose
+ *     source header asks for an offload the guest could not handle (NEEDS_CSUM: a partial checksum; a gso_type:
+ *     an unsegmented frame) is dropped, not passed on with a lie.</li>
+ * <li><b>Too small.</b> Without merged buffers a frame must fit the one buffer it gets; when it does not, the
+ *     buffer goes back to the ring unused (vhost-net's {@code vhost_discard_vq_desc} when {@code get_rx_bufs}
+ *     comes up short; DPDK's {@code reserve_avail_buf} failing) and the frame is dropped. The guest keeps its
+ *     buffer for the next frame.</li>
+ * <li><b>Merged buffers (VIRTIO_NET_F_MRG_RXBUF).</b> A frame spans as many buffers as it needs and num_buffers
+ *     says how many, at most as many as the ring holds (vhost-net's quota is {@code vq->num}, DPDK tries up to the
+ *     ring size). When the buffers posted so far are not enough, none is taken ({@link #NO_BUFFERS}: wait for
+ *     more). When even a full ring would not hold it, it never will: it is dropped and the buffers go back.</li>
+ * </ul>
  */
 final class RxDelivery {
     /** The frame is on the ring. */
@@ -27,44 +38,47 @@ final class RxDelivery {
     /** The frame cannot be delivered at all (too large for the buffers, offloads, runt); no buffer was taken. */
     static final int DROPPED = 2;
 
-    /** Most buffers one frame may span (Linux vhost allows UIO_MAXIOV descriptors; 64 KiB in 1 KiB buffers needs 65). */
-    static final int MAX_MERGED = 128;
     private static final int HDR_FLAGS = 0;
     private static final int HDR_GSO_TYPE = 1;
     private static final byte VIRTIO_NET_HDR_F_NEEDS_CSUM = 1;
     private static final ValueLayout.OfShort LE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
+    private final SplitDeviceQueue q;
     private final boolean mergeable;
-    private final int[] heads = new int[MAX_MERGED];
+    /** Heads taken for the frame being delivered: a frame spans at most the whole ring. */
+    private final int[] heads;
 
-    RxDelivery(boolean mergeable) {
+    RxDelivery(SplitDeviceQueue q, boolean mergeable) {
+        this.q = q;
         this.mergeable = mergeable;
+        this.heads = new int[mergeable ? q.size() : 1];
     }
 
     /**
-     * Delivers {@code total} bytes of {@code frame} (header included) on {@code q}. Used elements are pushed but
-     * not published: the caller flushes once per round.
+     * Delivers {@code total} bytes of {@code frame} (header included; the header is rewritten in place). Used
+     * elements are pushed but not published: the caller flushes once per pass.
      *
      * @return {@link #DELIVERED}, {@link #NO_BUFFERS} or {@link #DROPPED}
+     * @throws io.virtio4j.core.error.VirtqueueException when the guest broke the ring
      */
-    int deliver(SplitDeviceQueue q, MemorySegment frame, long total) {
+    int deliver(MemorySegment frame, long total) {
         if (total < NetFeatures.HDR_LEN + NetFeatures.ETH_HEADER
                 || frame.get(ValueLayout.JAVA_BYTE, HDR_GSO_TYPE) != 0
                 || (frame.get(ValueLayout.JAVA_BYTE, HDR_FLAGS) & VIRTIO_NET_HDR_F_NEEDS_CSUM) != 0) {
             return DROPPED;
         }
-        frame.set(ValueLayout.JAVA_BYTE, HDR_FLAGS, (byte) 0); // DATA_VALID needs GUEST_CSUM: not offered
-        return mergeable ? deliverMerged(q, frame, total) : deliverSingle(q, frame, total);
+        // Twelve zero bytes, without a slice object: num_buffers is written once known.
+        frame.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 0L);
+        frame.set(ValueLayout.JAVA_INT_UNALIGNED, 8, 0);
+        return mergeable ? deliverMerged(frame, total) : deliverSingle(frame, total);
     }
 
-    private static int deliverSingle(SplitDeviceQueue q, MemorySegment frame, long total) {
+    private int deliverSingle(MemorySegment frame, long total) {
         DescriptorChain c = q.pop();
         if (c == null) {
             return NO_BUFFERS;
         }
         if (c.writableBytes() < total) {
-            // As vhost-net does with a frame that does not fit (it would be truncated): the buffer goes back to
-            // the ring unused and the frame is dropped.
             q.unpop(c.head());
             return DROPPED;
         }
@@ -75,18 +89,17 @@ final class RxDelivery {
     }
 
     /**
-     * First takes chains until their writable room holds the frame (giving them all back when the guest has not
-     * posted enough), then, num_buffers now known and written into the staging header, takes the same chains again
-     * and fills them. Popping twice is cheaper than remembering each chain's regions: a popped chain is a
-     * flyweight the next pop reuses.
+     * First takes chains until their writable room holds the frame, then gives them all back and, num_buffers now
+     * known and written into the staging header, takes the same chains again and fills them. Popping twice is
+     * cheaper than remembering each chain's regions: a popped chain is a flyweight the next pop reuses.
      */
-    private int deliverMerged(SplitDeviceQueue q, MemorySegment frame, long total) {
+    private int deliverMerged(MemorySegment frame, long total) {
         long room = 0;
         int k = 0;
         int outcome = DELIVERED;
         while (room < total) {
             if (k == heads.length) {
-                outcome = DROPPED;
+                outcome = DROPPED; // the whole ring would not hold it
                 break;
             }
             DescriptorChain c = q.pop();

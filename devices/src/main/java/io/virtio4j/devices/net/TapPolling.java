@@ -36,7 +36,7 @@ public record TapPolling(boolean rxPollStop, TxPoll txPoll) {
             return switch (s.trim().toLowerCase(Locale.ROOT)) {
                 case "on-eagain", "on_eagain", "eagain" -> ON_EAGAIN;
                 case "always" -> ALWAYS;
-                default -> throw new IllegalArgumentException("--tx-poll: '" + s + "' is not on-eagain | always");
+                default -> throw new InvalidNetOptionException("txPoll", s, "is not on-eagain | always");
             };
         }
 
@@ -47,7 +47,7 @@ public record TapPolling(boolean rxPollStop, TxPoll txPoll) {
 
     public TapPolling {
         if (txPoll == null) {
-            throw new IllegalArgumentException("txPoll is required");
+            throw new InvalidNetOptionException("txPoll", null, "is required");
         }
     }
 

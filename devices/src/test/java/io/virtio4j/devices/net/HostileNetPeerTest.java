@@ -50,7 +50,7 @@ class HostileNetPeerTest {
     @Test
     void aTransmitDescriptorOutsideGuestMemoryBreaksThatQueueOnly() {
         withBackend(NetBackend.options(2, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (LogCapture log = new LogCapture(QueuePairWorker.class);
+            try (LogCapture log = new LogCapture(ReflectorWorker.class);
                  VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), twoPairs())) {
                 Random rnd = new Random(16);
                 echoAndCheck(g, 0, 100, 100, 0, false, rnd);
@@ -80,7 +80,7 @@ class HostileNetPeerTest {
     @Test
     void aReceiveDescriptorOutsideGuestMemoryBreaksTheReceiveRingOnly() {
         withBackend(NetBackend.options(2, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (LogCapture log = new LogCapture(QueuePairWorker.class);
+            try (LogCapture log = new LogCapture(ReflectorWorker.class);
                  VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), twoPairs())) {
                 Random rnd = new Random(19);
                 g.addRawRx(0, VirtioNetGuest.GPA_BASE + g.memory().byteSize(), 2048);

@@ -4,6 +4,7 @@ import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.vhost.backend.BackendOptions;
 import io.virtio4j.vhost.backend.VhostUserBackendEndpoint;
 import io.virtio4j.vhost.backend.VhostUserSession;
+import io.virtio4j.vhost.backend.VirtioDevice;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -20,15 +21,15 @@ final class NetBackend implements AutoCloseable {
     static final byte[] MAC = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
     private static final long JOIN_MILLIS = 20_000;
 
-    private final NetDevice device;
+    private final VirtioDevice device;
     private final Path dir;
     private final Path path;
     private final VhostUserBackendEndpoint server;
     private final Thread thread;
     private volatile Throwable failure;
 
-    private NetBackend(NetDevice.Options options) {
-        this.device = new NetDevice(options);
+    private NetBackend(VirtioDevice device) {
+        this.device = device;
         try {
             this.dir = Files.createTempDirectory("v4j-net");
         } catch (IOException e) {
@@ -48,7 +49,12 @@ final class NetBackend implements AutoCloseable {
     }
 
     static NetBackend start(NetDevice.Options options) {
-        return new NetBackend(options);
+        return new NetBackend(new NetDevice(options));
+    }
+
+    /** Serves {@code device}, whatever it is (a test's own). */
+    static NetBackend serving(VirtioDevice device) {
+        return new NetBackend(device);
     }
 
     static NetBackend start(int pairs, NetMode mode, NotificationMode notification) {
@@ -60,7 +66,7 @@ final class NetBackend implements AutoCloseable {
     }
 
     NetDevice device() {
-        return device;
+        return (NetDevice) device;
     }
 
     Path path() {

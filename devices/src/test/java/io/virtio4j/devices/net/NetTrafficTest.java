@@ -19,6 +19,7 @@ import java.util.Random;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Traffic through {@link NetDevice} over vhost-user, with {@link VirtioNetGuest} as guest and front-end: every
@@ -33,8 +34,13 @@ class NetTrafficTest {
      * thread), then checks the server still serves, stops it and checks no descriptor is left open.
      */
     static void withBackend(NetDevice.Options options, ThrowingConsumer<NetBackend> body) {
+        withBackend(() -> NetBackend.start(options), body);
+    }
+
+    /** The same, for a back-end made by {@code start} (serving a test's own device, say). */
+    static void withBackend(java.util.function.Supplier<NetBackend> start, ThrowingConsumer<NetBackend> body) {
         Map<Integer, String> fds = OpenFds.snapshot();
-        try (NetBackend backend = NetBackend.start(options)) {
+        try (NetBackend backend = start.get()) {
             assertTimeoutPreemptively(WATCHDOG, () -> body.accept(backend));
             backend.assertServing();
         }
@@ -198,6 +204,40 @@ class NetTrafficTest {
                 assertEquals(bytes, s.fromGuestBytes(), "fromGuestBytes");
                 assertEquals(2_000 + posted, s.toGuestPackets(), "toGuestPackets");
                 assertEquals(10_000 - posted, s.fromGuestDrops(), "fromGuestDrops (no receive buffer)");
+            }
+        });
+    }
+
+    /**
+     * The notification mode is chosen per queue. A POLL queue keeps its pair's thread spinning, whichever queue it
+     * is, so the device never asks the guest to kick its transmit queue: with EVENT_IDX, avail_event stays where
+     * it started and the guest kicks once at most (for its first buffer). With both NOTIFY the device asks for a
+     * kick every time it goes to sleep between the batches (18 kicks in a trial run).
+     */
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({"NOTIFY, POLL", "POLL, NOTIFY", "HYBRID, POLL"})
+    void aPollQueueKeepsThePairsThreadPolling(NotificationMode rx, NotificationMode tx) {
+        NetDevice.Options options = new NetDevice.Options(1, NetMode.LOOPBACK, new NotificationMode[] {rx, tx}, 20_000,
+                64, new int[0], NetBackend.MAC, 1500);
+        withBackend(options, backend -> {
+            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+                long bytes = echoAndCheck(g, 0, 2_000, 100, 0, false, new Random(8));
+                long kicks = g.tx(0).queue.counters().kicksSent;
+                assertStats(stopAndStats(backend, g, 0, 2_000), 2_000, bytes, 2_000, bytes);
+                assertTrue(kicks <= 1, "the guest kicked its transmit queue " + kicks + " times");
+            }
+        });
+    }
+
+    @Test
+    void hybridAndNotifyQueuesTogetherMoveTraffic() {
+        NetDevice.Options options = new NetDevice.Options(1, NetMode.MACSWAP,
+                new NotificationMode[] {NotificationMode.NOTIFY, NotificationMode.HYBRID}, 20_000, 64, new int[0],
+                NetBackend.MAC, 1500);
+        withBackend(options, backend -> {
+            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+                long bytes = echoAndCheck(g, 0, 2_000, 100, 0, true, new Random(9));
+                assertStats(stopAndStats(backend, g, 0, 2_000), 2_000, bytes, 2_000, bytes);
             }
         });
     }

@@ -52,8 +52,8 @@ final class TapRig implements AutoCloseable {
 
     static TapRig start(int pairs, TapPolling polling, int weight, NetGuest.Config guestConfig) {
         String tap = TapNamespace.uniqueName("v4jt");
-        NetDevice device = new NetDevice(new NetDevice.Options(pairs, NetMode.TAP, NotificationMode.NOTIFY, 0, weight,
-                new int[0], GUEST_MAC_BYTES, 1500, tap, polling));
+        NetDevice device = new NetDevice(new NetDevice.Options(pairs, new NetMode.Tap(tap, polling),
+                NotificationMode.NOTIFY, 0, weight, new int[0], GUEST_MAC_BYTES, 1500));
         TapNamespace ns = null;
         NetGuest guest = null;
         InProcessBackend.Connected c = null;

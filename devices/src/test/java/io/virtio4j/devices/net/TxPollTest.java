@@ -31,8 +31,9 @@ class TxPollTest {
     @EnumSource(TapPolling.TxPoll.class)
     void aFullPortPushesBackWithoutLossAndWithoutSpinning(TapPolling.TxPoll txPoll) throws Exception {
         try (DatagramPair port = DatagramPair.create(); Arena arena = Arena.ofConfined()) {
-            NetDevice device = NetDevice.overPorts(new NetDevice.Options(1, NetMode.TAP, NotificationMode.NOTIFY, 0, 64,
-                    new int[0], TapRig.GUEST_MAC_BYTES, 1500, "dgram", new TapPolling(true, txPoll)), List.of(port.first()));
+            NetDevice device = NetDevice.overPorts(new NetDevice.Options(1,
+                    new NetMode.Tap("dgram", new TapPolling(true, txPoll)), NotificationMode.NOTIFY, 0, 64, new int[0],
+                    TapRig.GUEST_MAC_BYTES, 1500), List.of(port.first()));
             InProcessBackend.Connected c = InProcessBackend.start(device, "txpoll");
             try (device; NetGuest g = NetGuest.start(c.frontend(), NetGuest.Config.defaults())) {
                 MemorySegment frame = arena.allocate(2048);

@@ -14,6 +14,8 @@ public final class QueueContext {
     private final GuestMemory memory;
     private final EventFd kick;
     private volatile boolean enabled;
+    /** SET_VRING_ERR's eventfd, or null; replaced by the control thread, read by the device's thread. */
+    private volatile EventFd err;
 
     QueueContext(int index, SplitDeviceQueue queue, GuestMemory memory, EventFd kick, boolean enabled) {
         this.index = index;
@@ -47,5 +49,20 @@ public final class QueueContext {
 
     void enabled(boolean on) {
         enabled = on;
+    }
+
+    void err(EventFd fd) {
+        err = fd;
+    }
+
+    /**
+     * Tells the front-end that this ring failed, through the error eventfd it gave with SET_VRING_ERR; does
+     * nothing when it gave none. For a device whose queue thread died: the ring is no longer served.
+     */
+    public void signalError() {
+        EventFd fd = err;
+        if (fd != null) {
+            fd.write(1);
+        }
     }
 }

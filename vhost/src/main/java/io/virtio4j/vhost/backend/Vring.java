@@ -20,7 +20,7 @@ final class Vring {
     EventFd kick;
     boolean kickSet;
     final CallNotifier call = new CallNotifier();
-    /** Call eventfds replaced while the ring ran: closed once it stops (see CallNotifier). */
+    /** Call and error eventfds replaced while the ring ran: closed once it stops (see CallNotifier). */
     final List<EventFd> retiredCalls = new ArrayList<>();
     EventFd err;
     boolean enabled;

@@ -139,11 +139,18 @@ final class VringTable implements AutoCloseable {
 
     void setErr(Message m, VringFd p) throws VhostUserProtocolException {
         Vring v = ring(m.name(), p.index());
-        EventFd err = takeEventFd(m, p);
+        EventFd next = takeEventFd(m, p);
         if (v.err != null) {
-            v.err.close();
+            if (v.isStarted()) {
+                v.retiredCalls.add(v.err); // the device's thread may be signalling it: closed once the ring stops
+            } else {
+                v.err.close();
+            }
         }
-        v.err = err;
+        v.err = next;
+        if (v.isStarted()) {
+            v.started.err(next);
+        }
     }
 
     void setEnable(String request, VringState s) throws VhostUserProtocolException {
@@ -260,6 +267,7 @@ final class VringTable implements AutoCloseable {
         }
         v.queue = queue;
         v.started = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled);
+        v.started.err(v.err);
         device.startQueue(v.index, v.started);
     }
 

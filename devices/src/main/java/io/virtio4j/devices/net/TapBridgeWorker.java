@@ -3,12 +3,11 @@ package io.virtio4j.devices.net;
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.SplitDeviceQueue;
 import io.virtio4j.core.error.VirtqueueException;
-import io.virtio4j.os.Affinity;
+import io.virtio4j.devices.worker.KickSwitch;
+import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.os.Errno;
-import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FramePort;
-import io.virtio4j.os.LinuxException;
 import io.virtio4j.os.TunTap;
 import io.virtio4j.vhost.backend.QueueContext;
 
@@ -17,10 +16,13 @@ import java.lang.foreign.MemorySegment;
 import java.util.logging.Logger;
 
 /**
- * The thread that bridges one receive/transmit queue pair to one queue of a tap, in the manner of Linux vhost-net:
- * one epoll set holds the mailbox eventfd, the transmit kick, the receive kick and the tap; each pass runs the
- * transmit handler (guest ring to tap) and the receive handler (tap to guest ring), each bounded by the weight,
- * and the thread sleeps only after a pass that found nothing to do.
+ * The work of one receive/transmit queue pair bridged to one queue of a tap ({@link NetMode.Tap}), in the manner of
+ * Linux vhost-net: the runner's epoll set holds the mailbox eventfd, the transmit kick, the receive kick and the
+ * tap; each pass runs the transmit handler (guest ring to tap) and the receive handler (tap to guest ring), each
+ * bounded by the weight, and the thread sleeps only after a pass that found nothing to do.
+ *
+ * <p>It sleeps on the tap and on kicks, so its queues are NOTIFY queues: {@link NetDevice} refuses the other
+ * notification modes in tap mode.
  *
  * <h2>Watching the tap</h2>
  * The tap is registered edge-triggered (EPOLLET). Like a vhost_poll entry on the tap's wait queue, an
@@ -54,28 +56,22 @@ import java.util.logging.Logger;
  * <p>Every per-frame path works on two staging segments allocated once (guest frames are copied out before being
  * written, so the guest cannot change them under the kernel) and allocates nothing.
  */
-final class TapPairWorker implements Runnable, PairWorker {
-    private static final Logger LOG = Logger.getLogger(TapPairWorker.class.getName());
+final class TapBridgeWorker implements PairWork {
+    private static final Logger LOG = Logger.getLogger(TapBridgeWorker.class.getName());
     /** Header plus the largest frame a tap hands over without offloads (64 KiB covers any MTU). */
     private static final int STAGING = TunTap.VNET_HDR_LEN + 65536;
     /** Bytes per handler run, besides the frame weight (vhost-net's VHOST_NET_WEIGHT). */
     private static final long BYTE_WEIGHT = 0x80000;
-    private static final long WAKE = -1;
-    private static final long TAP = -2;
-    private static final int WAIT_MILLIS = 200;
+    private static final long TAP = QueueRunner.DEVICE_TOKENS;
 
     private final int pair;
     private final FramePort port;
     private final TapPolling polling;
     private final int weight;
-    private final int cpu;
     private final boolean mergeable;
     private final NetStats stats = new NetStats();
-    private final WorkerMailbox mailbox;
-    private final Thread thread;
-    private volatile boolean shutdown;
 
-    // ---- worker-thread state ----
+    // ---- runner-thread state ----
     private QueueContext rx;
     private QueueContext tx;
     private Epoll epoll;
@@ -96,8 +92,8 @@ final class TapPairWorker implements Runnable, PairWorker {
     private int tapMask;
     /** A frame waits and the receive ring had no buffer for it: wait for the guest's receive kick. */
     private boolean rxStarved;
-    private boolean txKicksOn;
-    private boolean rxKicksOn;
+    private final KickSwitch txKickRequest = new KickSwitch();
+    private final KickSwitch rxKickRequest = new KickSwitch();
     /** The pass that follows a wake-up: if it finds nothing to do, the wake-up was spurious. */
     private boolean woke;
     private boolean loggedTxError;
@@ -108,17 +104,12 @@ final class TapPairWorker implements Runnable, PairWorker {
     private long kicks;
     private long rxKicks;
 
-    TapPairWorker(int pair, FramePort port, TapPolling polling, int weight, int cpu, boolean mergeable) {
+    TapBridgeWorker(int pair, FramePort port, TapPolling polling, int weight, boolean mergeable) {
         this.pair = pair;
         this.port = port;
         this.polling = polling;
         this.weight = weight;
-        this.cpu = cpu;
         this.mergeable = mergeable;
-        this.mailbox = new WorkerMailbox("queue pair " + pair + " worker");
-        this.thread = new Thread(this, "virtio4j-net-pair" + pair);
-        this.thread.setDaemon(true);
-        this.thread.start();
     }
 
     @Override
@@ -127,111 +118,61 @@ final class TapPairWorker implements Runnable, PairWorker {
     }
 
     @Override
-    public long threadId() {
-        return thread.threadId();
-    }
-
-
-    @Override
-    public void attach(boolean receive, QueueContext q) {
-        mailbox.runOnWorker(() -> {
-            if (receive) {
-                rx = q;
-                rxStarved = false;
-                rxKicksOn = false;
-                // Receive kicks are only wanted while a frame waits for buffers; until then the guest need not
-                // kick at all (with EVENT_IDX this leaves avail_event behind).
-                if (!q.queue().isBroken()) {
-                    q.queue().disableKicks();
-                }
-                tapReadable = true; // frames may have queued up while there was no ring: look
-            } else {
-                tx = q;
-                txKicksOn = false;
-                // A kick that came before the ring started is not lost: the next pass looks at the ring anyway.
-            }
-            watchKick(q, true);
-        });
+    public void onStart(Arena arena, Epoll epoll) {
+        this.epoll = epoll;
+        rxFrame = arena.allocate(STAGING, 64);
+        txFrame = arena.allocate(STAGING, 64);
     }
 
     @Override
-    public void detach(boolean receive) {
-        mailbox.runOnWorker(() -> {
-            if (receive) {
-                flush(rx);
-                watchKick(rx, false);
-                rx = null;
-                rxStarved = false;
-                rxKicksOn = false;
-            } else {
-                flush(tx);
-                watchKick(tx, false);
-                tx = null;
-                txKicksOn = false;
-            }
-        });
-    }
-
-    @Override
-    public void shutdown() {
-        shutdown = true;
-        mailbox.closeAfter(thread);
-    }
-
-    private void watchKick(QueueContext q, boolean on) {
-        if (q == null || q.kick() == null) {
-            return;
-        }
-        if (on) {
-            epoll.add(q.kick().fileDescriptor(), Epoll.EPOLLIN, q.index());
+    public void onAttach(QueueContext q) {
+        if (PairWork.isReceive(q.index())) {
+            rx = q;
+            delivery = PairWork.receiveQueue(q, mergeable);
+            rxStarved = false;
+            rxKickRequest.reset();
+            tapReadable = true; // frames may have queued up while there was no ring: look
         } else {
-            epoll.delete(q.kick().fileDescriptor());
+            tx = q;
+            txKickRequest.reset();
+            // A kick that came before the ring started is not lost: the next pass looks at the ring anyway.
         }
     }
 
     @Override
-    public void run() {
-        if (cpu >= 0) {
-            try {
-                Affinity.pinCurrentThread(cpu);
-            } catch (LinuxException | IllegalArgumentException e) {
-                LOG.warning("queue pair " + pair + " not pinned to CPU " + cpu + ": " + e.getMessage());
-            }
-        }
-        try (Arena arena = Arena.ofConfined(); Epoll ep = Epoll.create(8)) {
-            epoll = ep;
-            rxFrame = arena.allocate(STAGING, 64);
-            txFrame = arena.allocate(STAGING, 64);
-            delivery = new RxDelivery(mergeable);
-            epoll.add(mailbox.wakeFd().fileDescriptor(), Epoll.EPOLLIN, WAKE);
-            loop();
-        } catch (Throwable t) {
-            LOG.severe("queue pair " + pair + " tap worker died: " + t);
-        } finally {
-            if (pendingLen >= 0) {
-                stats.toGuestDrops++; // a frame read from the tap that no ring will take now
-            }
+    public void onDetach(QueueContext q) {
+        flush(q);
+        if (q == rx) {
+            rx = null;
+            delivery = null;
+            rxStarved = false;
+            rxKickRequest.reset();
+        } else if (q == tx) {
+            tx = null;
+            txKickRequest.reset();
         }
     }
 
-    private void loop() {
-        while (!shutdown) {
-            boolean mail = mailbox.drain();
-            int work = handleTx() + handleRx();
-            if (woke) {
-                woke = false;
-                if (work == 0 && !mail) {
-                    spurious++;
-                }
-            }
-            foldLoopCounters();
-            if (work > 0 || mail) {
-                // Something was done, possibly cut short by the weight: go round again instead of sleeping, so
-                // the other handler and the mailbox get their turn (vhost-net requeues its work the same way).
-                continue;
-            }
-            sleep();
+    @Override
+    public void onStop() {
+        if (pendingLen >= 0) {
+            stats.toGuestDrops++; // a frame read from the tap that no ring will take now
+            pendingLen = -1;
         }
+        foldLoopCounters();
+    }
+
+    @Override
+    public int doWork() {
+        int work = handleTx() + handleRx();
+        if (woke) {
+            woke = false;
+            if (work == 0) {
+                spurious++;
+            }
+        }
+        foldLoopCounters();
+        return work;
     }
 
     // ---- guest to tap ----
@@ -331,7 +272,6 @@ final class TapPairWorker implements Runnable, PairWorker {
             // no wait-queue callback in the sender's path) for frames we are about to read anyway.
             updateTapRegistration();
         }
-        SplitDeviceQueue q = r.queue();
         int n = 0;
         long delivered = 0;
         long bytes = 0;
@@ -353,7 +293,7 @@ final class TapPairWorker implements Runnable, PairWorker {
                     }
                     pendingLen = len;
                 }
-                int outcome = delivery.deliver(q, rxFrame, pendingLen);
+                int outcome = delivery.deliver(rxFrame, pendingLen);
                 if (outcome == RxDelivery.NO_BUFFERS) {
                     // Keep the frame and wait for the guest to post buffers: see sleep(), which asks for its kick.
                     rxStarved = true;
@@ -436,64 +376,53 @@ final class TapPairWorker implements Runnable, PairWorker {
 
     // ---- sleeping ----
 
-    /**
-     * Arms what should wake us (each arm followed by a re-check, so that work arriving during arming is done, not
-     * slept through), waits on epoll, records what woke us, and disarms the kicks again for the next pass.
-     */
-    private void sleep() {
-        QueueContext t = tx;
-        if (t != null && !t.queue().isBroken() && t.kick() != null && (tapWritable || !t.enabled() || tapFailed)
-                && !txKicksOn) {
-            if (t.queue().enableKicks()) {
-                return; // buffers arrived while enabling: serve them
-            }
-            txKicksOn = true;
+    /** Arms what should wake us, each arm followed by a re-check, so that work arriving meanwhile is done. */
+    @Override
+    public boolean prepareSleep() {
+        // The transmit ring is only worth a kick while the tap takes frames (or they are dropped anyway).
+        if ((tapWritable || tx == null || !tx.enabled() || tapFailed) && !txKickRequest.arm(tx)) {
+            return false; // buffers arrived while arming: serve them
         }
-        QueueContext r = rx;
-        if (rxStarved && r != null && !r.queue().isBroken() && !rxKicksOn) {
-            if (r.queue().enableKicks()) {
-                rxStarved = false; // the guest posted buffers meanwhile: deliver
-                return;
-            }
-            rxKicksOn = true;
+        if (rxStarved && !rxKickRequest.arm(rx)) {
+            rxStarved = false; // the guest posted buffers meanwhile: deliver
+            return false;
         }
         updateTapRegistration();
-        int n = epoll.await(t == null && r == null ? -1 : WAIT_MILLIS);
-        if (n > 0) {
+        return true;
+    }
+
+    @Override
+    public void onEvent(long token, int ev) {
+        if (token != TAP) {
+            return;
+        }
+        if ((ev & (Epoll.EPOLLIN | Epoll.EPOLLERR | Epoll.EPOLLHUP)) != 0) {
+            tapReadable = true; // a read will tell (EAGAIN, a frame, or the error)
+        }
+        if ((ev & Epoll.EPOLLOUT) != 0 && !tapWritable) {
+            tapWritable = true;
+        }
+    }
+
+    @Override
+    public void onKick(QueueContext q) {
+        if (q == tx) {
+            kicks++;
+        } else if (q == rx) {
+            rxKicks++;
+        }
+    }
+
+    /** Records what woke us and disarms the kicks again for the next pass. */
+    @Override
+    public void onWake(int events) {
+        if (events > 0) {
             wakeups++;
             woke = true;
         }
-        for (int i = 0; i < n; i++) {
-            long data = epoll.data(i);
-            if (data == WAKE) {
-                mailbox.clearWake();
-            } else if (data == TAP) {
-                int ev = epoll.events(i);
-                if ((ev & (Epoll.EPOLLIN | Epoll.EPOLLERR | Epoll.EPOLLHUP)) != 0) {
-                    tapReadable = true; // a read will tell (EAGAIN, a frame, or the error)
-                }
-                if ((ev & Epoll.EPOLLOUT) != 0 && !tapWritable) {
-                    tapWritable = true;
-                }
-            } else if (t != null && t.kick() != null && data == t.index()) {
-                if (t.kick().tryRead() != 0) {
-                    kicks++;
-                }
-            } else if (r != null && r.kick() != null && data == r.index()) {
-                if (r.kick().tryRead() != 0) {
-                    rxKicks++;
-                }
-            }
-        }
         // Working again: kicks are not needed while we look at the rings ourselves.
-        if (txKicksOn && t != null && !t.queue().isBroken()) {
-            t.queue().disableKicks();
-        }
-        txKicksOn = false;
-        if (rxKicksOn && r != null && !r.queue().isBroken()) {
-            r.queue().disableKicks();
-        }
-        rxKicksOn = false;
+        txKickRequest.disarm(tx);
+        rxKickRequest.disarm(rx);
         rxStarved = false; // look at the receive ring again; starving again costs one pop
         if (tapWritable && polling.txPoll() == TapPolling.TxPoll.ON_EAGAIN && (tapMask & Epoll.EPOLLOUT) != 0) {
             updateTapRegistration(); // EPOLLOUT came: stop watching for it
@@ -516,12 +445,6 @@ final class TapPairWorker implements Runnable, PairWorker {
         if (rxKicks != 0) {
             stats.rxKicks += rxKicks;
             rxKicks = 0;
-        }
-    }
-
-    private void flush(QueueContext q) {
-        if (q != null && !q.queue().isBroken() && q.queue().flushUsed()) {
-            stats.notifications++;
         }
     }
 }

@@ -1,0 +1,180 @@
+package io.virtio4j.devices.net;
+
+import io.virtio4j.core.device.DescriptorChain;
+import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.error.VirtqueueException;
+import io.virtio4j.devices.worker.KickSwitch;
+import io.virtio4j.os.Epoll;
+import io.virtio4j.vhost.backend.QueueContext;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.logging.Logger;
+
+/**
+ * The work of one queue pair in the modes without an outside world ({@link NetMode.Reflect}): frames the guest
+ * transmits are taken from the transmit queue, copied out of guest memory (the guest may change them under us),
+ * counted, and dropped or returned on the receive queue of the same pair, as the {@link NetMode.Reflection} says.
+ *
+ * <p>Each pass handles at most {@code weight} frames and publishes what it used. Only the transmit queue is
+ * waited on: receive buffers are only looked for when a frame is to be returned, so receive kicks are not asked
+ * for, and a frame that finds no receive buffer is dropped (counted).
+ */
+final class ReflectorWorker implements PairWork {
+    private static final Logger LOG = Logger.getLogger(ReflectorWorker.class.getName());
+    private static final int MAX_FRAME = 65536;
+
+    private final int pair;
+    private final NetMode.Reflection reflection;
+    private final int weight;
+    private final boolean mergeable;
+    private final NetStats stats = new NetStats();
+
+    // ---- runner-thread state ----
+    private QueueContext rx;
+    private QueueContext tx;
+    private RxDelivery delivery;
+    /** A transmitted frame, header first, copied out of guest memory. */
+    private MemorySegment frame;
+    private final KickSwitch txKickRequest = new KickSwitch();
+
+    ReflectorWorker(int pair, NetMode.Reflection reflection, int weight, boolean mergeable) {
+        this.pair = pair;
+        this.reflection = reflection;
+        this.weight = weight;
+        this.mergeable = mergeable;
+    }
+
+    @Override
+    public NetStats stats() {
+        return stats;
+    }
+
+    @Override
+    public void onStart(Arena arena, Epoll epoll) {
+        frame = arena.allocate(NetFeatures.HDR_LEN + MAX_FRAME, 64);
+    }
+
+    @Override
+    public void onAttach(QueueContext q) {
+        if (PairWork.isReceive(q.index())) {
+            rx = q;
+            delivery = PairWork.receiveQueue(q, mergeable); // never waited on: a frame finding no buffer is dropped
+        } else {
+            tx = q;
+            txKickRequest.reset();
+            // A kick that came before the ring started is not lost: the next pass looks at the ring anyway.
+        }
+    }
+
+    @Override
+    public void onDetach(QueueContext q) {
+        flush(q);
+        if (q == rx) {
+            rx = null;
+            delivery = null;
+        } else if (q == tx) {
+            tx = null;
+            txKickRequest.reset();
+        }
+    }
+
+    @Override
+    public void onKick(QueueContext q) {
+        if (q == tx) {
+            stats.kicks++;
+        } else {
+            stats.rxKicks++;
+        }
+    }
+
+    @Override
+    public boolean prepareSleep() {
+        return txKickRequest.arm(tx);
+    }
+
+    @Override
+    public void onWake(int events) {
+        txKickRequest.disarm(tx);
+    }
+
+    /** One bounded pass over the transmit queue; returns the frames handled. */
+    @Override
+    public int doWork() {
+        QueueContext t = tx;
+        if (t == null || t.queue().isBroken()) {
+            return 0;
+        }
+        SplitDeviceQueue q = t.queue();
+        int n = 0;
+        long packets = 0;
+        long bytes = 0;
+        long drops = 0;
+        long delivered = 0;
+        long deliveredBytes = 0;
+        try {
+            DescriptorChain c;
+            while (n < weight && (c = q.pop()) != null) {
+                n++;
+                long total = c.readableBytes();
+                long len = total - NetFeatures.HDR_LEN;
+                int head = c.head();
+                if (len < NetFeatures.ETH_HEADER || len > MAX_FRAME) {
+                    drops++;
+                } else {
+                    // Copy header and frame out before using them: the guest may rewrite its buffer at any moment.
+                    c.gather(0, frame, 0, total);
+                    packets++;
+                    bytes += len;
+                    if (reflection != NetMode.Reflection.DROP && t.enabled()) {
+                        if (reflect(total)) {
+                            delivered++;
+                            deliveredBytes += len;
+                        } else {
+                            drops++;
+                        }
+                    }
+                }
+                q.pushUsed(head, 0);
+            }
+        } catch (VirtqueueException e) {
+            LOG.warning("queue pair " + pair + ": transmit queue " + t.index() + " broken: " + e.getMessage());
+        }
+        if (n > 0) {
+            flush(t);
+            flush(rx);
+            stats.fromGuestPackets += packets;
+            stats.fromGuestBytes += bytes;
+            stats.fromGuestDrops += drops;
+            stats.toGuestPackets += delivered;
+            stats.toGuestBytes += deliveredBytes;
+        }
+        return n;
+    }
+
+    /**
+     * Puts the frame in {@link #frame} on the receive queue, MACs swapped when asked. Returns false when it was not
+     * delivered (no receive ring, not enough buffers, or see {@link RxDelivery}).
+     */
+    private boolean reflect(long total) {
+        QueueContext r = rx;
+        if (r == null || !r.enabled() || r.queue().isBroken()) {
+            return false;
+        }
+        if (reflection == NetMode.Reflection.SWAP_MACS) {
+            int d = NetFeatures.HDR_LEN;
+            for (int i = 0; i < 6; i++) {
+                byte b = frame.get(ValueLayout.JAVA_BYTE, d + i);
+                frame.set(ValueLayout.JAVA_BYTE, d + i, frame.get(ValueLayout.JAVA_BYTE, d + 6 + i));
+                frame.set(ValueLayout.JAVA_BYTE, d + 6 + i, b);
+            }
+        }
+        try {
+            return delivery.deliver(frame, total) == RxDelivery.DELIVERED;
+        } catch (VirtqueueException e) {
+            LOG.warning("queue pair " + pair + ": receive queue " + r.index() + " broken: " + e.getMessage());
+            return false;
+        }
+    }
+}

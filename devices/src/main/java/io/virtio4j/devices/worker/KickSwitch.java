@@ -1,0 +1,42 @@
+package io.virtio4j.devices.worker;
+
+import io.virtio4j.vhost.backend.QueueContext;
+
+/**
+ * Whether the device has asked the driver of one queue to kick: asked for just before the thread sleeps, taken
+ * back when it wakes (while working the device looks at the ring itself). One per waited-on queue, used on the
+ * runner's thread from {@link QueueWorker#prepareSleep()} and {@link QueueWorker#onWake(int)}.
+ */
+public final class KickSwitch {
+    private boolean on;
+
+    /**
+     * Asks the driver to kick {@code q}, unless already asked (or the queue is gone or broken), and re-checks the
+     * ring (see {@link io.virtio4j.core.device.SplitDeviceQueue#enableKicks()}).
+     *
+     * @return false when buffers arrived meanwhile: do not sleep, serve them
+     */
+    public boolean arm(QueueContext q) {
+        if (on || q == null || q.queue().isBroken()) {
+            return true;
+        }
+        if (q.queue().enableKicks()) {
+            return false;
+        }
+        on = true;
+        return true;
+    }
+
+    /** Takes the request back (a hint to the driver: it may still kick). */
+    public void disarm(QueueContext q) {
+        if (on && q != null && !q.queue().isBroken()) {
+            q.queue().disableKicks();
+        }
+        on = false;
+    }
+
+    /** Forgets the request: the queue was attached afresh or detached. */
+    public void reset() {
+        on = false;
+    }
+}

@@ -1,0 +1,327 @@
+package io.virtio4j.devices.worker;
+
+import io.virtio4j.core.notify.IdleWait;
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.os.Affinity;
+import io.virtio4j.os.Epoll;
+import io.virtio4j.os.LinuxException;
+import io.virtio4j.vhost.backend.QueueContext;
+
+import java.lang.foreign.Arena;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * Runs a {@link QueueWorker} on a thread of its own (Agrona's AgentRunner, rust-vmm's VringEpollHandler): pins
+ * the thread, owns its arena and its epoll set (the mailbox's wake-up eventfd, the kick eventfd of every attached
+ * queue, and whatever fds the worker adds), hands queues over through the mailbox, and idles as the attached
+ * queues' notification modes say.
+ *
+ * <h2>Idle policy</h2>
+ * Each queue is attached with its {@link NotificationMode}; a queue without a kick eventfd (the front-end asked
+ * to be polled) counts as POLL. The thread serves all its queues, so it may sleep only when every one of them may
+ * be slept on: with a POLL queue attached it never sleeps; otherwise, with a HYBRID queue, it spins for the hybrid
+ * budget first; with only NOTIFY queues (or none) it goes to sleep after the first pass that found nothing. The
+ * spinning is core's {@link IdleWait}; before sleeping the worker arms its notifications
+ * ({@link QueueWorker#prepareSleep()}).
+ *
+ * <h2>Death</h2>
+ * A throwable out of the worker ends the thread: every attached queue is broken ({@link QueueAbandonedException})
+ * and its error eventfd signalled (SET_VRING_ERR), and the mailbox fails every request at once. Attaching to a
+ * dead runner breaks the queue the same way, detaching returns at once (nothing touches the queue), and
+ * {@link #close()} joins a thread that has already ended: the control thread never waits for a dead worker, and
+ * the connection goes on answering.
+ */
+public final class QueueRunner implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(QueueRunner.class.getName());
+    /** Epoll tokens from here on are the worker's; below are queue indexes (kicks) and the mailbox. */
+    public static final long DEVICE_TOKENS = 1L << 32;
+    private static final long WAKE = -1;
+    /** Queue indexes are 8 bits in vhost-user (VRING_IDX_MASK): at most this many queues per thread. */
+    private static final int MAX_QUEUES = 256;
+    /**
+     * While queues are attached, a sleep ends after this long even without an event: a pass then looks at the
+     * rings, a net under a lost notification. The pass costs nothing when there is nothing to do.
+     */
+    private static final int WAIT_MILLIS = 200;
+    /** How long the control thread waits for a request to be taken; a pass is bounded by the device's weight. */
+    static final long DEFAULT_TIMEOUT_MILLIS = 5_000;
+
+    private final String name;
+    private final int cpu;
+    private final QueueWorker worker;
+    private final long hybridSpinNanos;
+    private final WorkerMailbox mailbox;
+    private final Epoll epoll;
+    private final Thread thread;
+    private volatile boolean stop;
+    /** The queues handed over and not taken back, as the control thread sees them (control thread only). */
+    private final QueueContext[] handedOver = new QueueContext[MAX_QUEUES];
+
+    // ---- worker-thread state ----
+    private final QueueContext[] queues = new QueueContext[MAX_QUEUES];
+    private final NotificationMode[] modes = new NotificationMode[MAX_QUEUES];
+    private int attached;
+    private IdleWait idle = new IdleWait(NotificationMode.NOTIFY, 0);
+
+    /**
+     * Starts the thread.
+     *
+     * @param name            the thread's name, also used in logs and errors
+     * @param cpu             the CPU to pin the thread to, or -1
+     * @param hybridSpinNanos how long HYBRID queues are spun on before the thread sleeps
+     */
+    public QueueRunner(String name, int cpu, long hybridSpinNanos, QueueWorker worker) {
+        this(name, cpu, hybridSpinNanos, worker, DEFAULT_TIMEOUT_MILLIS);
+    }
+
+    QueueRunner(String name, int cpu, long hybridSpinNanos, QueueWorker worker, long timeoutMillis) {
+        this.name = name;
+        this.cpu = cpu;
+        this.worker = worker;
+        this.hybridSpinNanos = hybridSpinNanos;
+        this.mailbox = new WorkerMailbox(name, timeoutMillis);
+        this.epoll = Epoll.create(16);
+        try {
+            epoll.add(mailbox.wakeFd().fileDescriptor(), Epoll.EPOLLIN, WAKE);
+        } catch (RuntimeException e) {
+            epoll.close();
+            mailbox.close();
+            throw e;
+        }
+        this.thread = new Thread(this::run, name);
+        this.thread.setDaemon(true);
+        this.thread.start();
+    }
+
+    /** The thread's id, for CPU time and allocation figures (ThreadMXBean). */
+    public long threadId() {
+        return thread.threadId();
+    }
+
+    /** What killed the worker, or null while it lives (or after a clean stop). */
+    public Throwable failure() {
+        return mailbox.death();
+    }
+
+    /**
+     * Control thread (one call at a time): hands a started queue to the worker, waited on as {@code mode} says;
+     * returns once the worker has it. On a dead runner the queue is broken and its error eventfd signalled
+     * instead, and it counts as handed over all the same (a {@link #detach} takes it back).
+     *
+     * @throws WorkerUnresponsiveException when the worker does not take it in time
+     * @throws LinuxException              when its kick eventfd cannot be watched (the queue is not attached)
+     */
+    public void attach(QueueContext q, NotificationMode mode) {
+        if (q.index() < 0 || q.index() >= MAX_QUEUES) {
+            throw new IllegalArgumentException("queue index " + q.index() + " outside [0, " + MAX_QUEUES + ")");
+        }
+        if (handedOver[q.index()] != null) {
+            throw new IllegalStateException(name + ": queue " + q.index() + " is attached already");
+        }
+        if (mailbox.death() != null) {
+            handedOver[q.index()] = q;
+            abandonFromControl(q);
+            return;
+        }
+        if (q.kick() != null) {
+            // Registered from this thread (epoll_ctl is thread-safe), so a kick fd that cannot be watched fails
+            // the request here and leaves the worker alone. A kick that came before is reported at once.
+            epoll.add(q.kick().fileDescriptor(), Epoll.EPOLLIN, q.index());
+        }
+        NotificationMode effective = q.kick() == null ? NotificationMode.POLL : mode;
+        try {
+            mailbox.runOnWorker(() -> {
+                queues[q.index()] = q;
+                modes[q.index()] = effective;
+                attached++;
+                idle = idlePolicy();
+                worker.onAttach(q);
+            });
+            handedOver[q.index()] = q;
+        } catch (WorkerDeadException e) {
+            // Either the worker broke q while dying (it had it) or it never saw it: after the join, q is ours.
+            handedOver[q.index()] = q;
+            awaitEnd();
+            abandonFromControl(q);
+        } catch (WorkerUnresponsiveException e) {
+            unwatch(q);
+            throw e;
+        }
+    }
+
+    /**
+     * Control thread (one call at a time): takes queue {@code index} away, if it was handed over; returns only once
+     * the worker no longer touches it (at once when the worker is dead).
+     *
+     * @throws WorkerUnresponsiveException when the worker does not answer in time: it may still hold the queue, so
+     *                                     the caller must treat the ring as lost (the connection ends; once the
+     *                                     mappings go, a late access fails on its closed arena instead of
+     *                                     touching freed memory)
+     */
+    public void detach(int index) {
+        QueueContext q = index >= 0 && index < MAX_QUEUES ? handedOver[index] : null;
+        if (q == null) {
+            return;
+        }
+        handedOver[index] = null;
+        try {
+            if (mailbox.death() == null) {
+                mailbox.runOnWorker(() -> {
+                    if (queues[q.index()] == q) {
+                        worker.onDetach(q);
+                        queues[q.index()] = null;
+                        modes[q.index()] = null;
+                        attached--;
+                        idle = idlePolicy();
+                    }
+                });
+            }
+        } catch (WorkerDeadException e) {
+            // Dead before or while detaching: the thread ends without touching q again.
+            LOG.fine(name + ": detaching queue " + q.index() + " from a dead worker");
+        } finally {
+            unwatch(q);
+        }
+        if (mailbox.death() != null) {
+            awaitEnd();
+        }
+    }
+
+    private void unwatch(QueueContext q) {
+        if (q.kick() != null) {
+            try {
+                epoll.delete(q.kick().fileDescriptor());
+            } catch (LinuxException e) {
+                LOG.fine(name + ": kick of queue " + q.index() + " was not watched: " + e.getMessage());
+            }
+        }
+    }
+
+    /** Stops the thread (a bounded wait) and releases what the runner owns. */
+    @Override
+    public void close() {
+        stop = true;
+        mailbox.wake();
+        awaitEnd();
+        if (thread.isAlive()) {
+            LOG.warning(name + ": did not stop within " + DEFAULT_TIMEOUT_MILLIS + " ms; leaving its fds open");
+            return; // closing the epoll set or the eventfd under a running thread could hit a reused fd number
+        }
+        epoll.close();
+        mailbox.close();
+    }
+
+    private void awaitEnd() {
+        try {
+            thread.join(DEFAULT_TIMEOUT_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Worker thread: the idle policy the attached queues' modes call for (see the class comment). */
+    private IdleWait idlePolicy() {
+        NotificationMode m = NotificationMode.NOTIFY;
+        for (int i = 0; i < MAX_QUEUES && m != NotificationMode.POLL; i++) {
+            if (modes[i] == NotificationMode.POLL || (modes[i] == NotificationMode.HYBRID)) {
+                m = modes[i];
+            }
+        }
+        return new IdleWait(m, hybridSpinNanos);
+    }
+
+    private void run() {
+        if (cpu >= 0) {
+            try {
+                Affinity.pinCurrentThread(cpu);
+            } catch (LinuxException | IllegalArgumentException e) {
+                LOG.warning(name + ": not pinned to CPU " + cpu + ": " + e.getMessage());
+            }
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            worker.onStart(arena, epoll);
+            loop();
+        } catch (Throwable t) {
+            die(t);
+        } finally {
+            try {
+                worker.onStop();
+            } catch (Throwable t) {
+                LOG.warning(name + ": stopping: " + t);
+            }
+        }
+    }
+
+    private void loop() {
+        while (!stop) {
+            boolean mail = mailbox.drain();
+            int work = worker.doWork();
+            if (work > 0 || mail) {
+                // Possibly cut short by the device's weight: go round again, so every queue and the mailbox get
+                // their turn (vhost-net requeues its work the same way).
+                idle.busy();
+                continue;
+            }
+            if (idle.spin()) {
+                continue;
+            }
+            if (!worker.prepareSleep()) {
+                continue; // work turned up while arming: serve it
+            }
+            worker.onWake(sleep());
+        }
+    }
+
+    /** Waits on the epoll set and dispatches what is ready; returns how many events were the device's. */
+    private int sleep() {
+        int n = epoll.await(attached == 0 ? -1 : WAIT_MILLIS);
+        int events = n;
+        for (int i = 0; i < n; i++) {
+            long token = epoll.data(i);
+            if (token == WAKE) {
+                mailbox.clearWake();
+                events--;
+            } else if (token >= DEVICE_TOKENS) {
+                worker.onEvent(token, epoll.events(i));
+            } else if (token >= 0 && token < MAX_QUEUES) {
+                QueueContext q = queues[(int) token];
+                // A kick of a queue detached since the wait returned is left to its eventfd's next owner.
+                if (q != null && q.kick() != null && q.kick().tryRead() != 0) {
+                    worker.onKick(q);
+                }
+            }
+        }
+        return events;
+    }
+
+    /** Worker thread, after a throwable: breaks every attached queue and fails the mailbox. */
+    private void die(Throwable t) {
+        LOG.log(Level.SEVERE, name + " died: " + t, t);
+        try {
+            for (int i = 0; i < MAX_QUEUES; i++) {
+                QueueContext q = queues[i];
+                if (q != null) {
+                    queues[i] = null;
+                    abandon(q, t);
+                }
+            }
+        } finally {
+            mailbox.die(t); // whatever happened above, the control thread must not wait for this thread
+        }
+    }
+
+    private void abandonFromControl(QueueContext q) {
+        LOG.warning(name + " is dead: queue " + q.index() + " is not served");
+        abandon(q, mailbox.death());
+    }
+
+    private void abandon(QueueContext q, Throwable cause) {
+        q.queue().fail(new QueueAbandonedException(q.index(), name, cause));
+        try {
+            q.signalError();
+        } catch (LinuxException e) {
+            LOG.warning(name + ": cannot signal the error eventfd of queue " + q.index() + ": " + e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,94 @@
+package io.virtio4j.devices.net;
+
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.os.DatagramPair;
+import io.virtio4j.vhost.backend.VhostUserConnection;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.util.List;
+import java.util.logging.Level;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/** {@link NetDevice.Options}: errors name the library's option, and tap mode takes NOTIFY queues only. */
+class NetOptionsTest {
+    private static final byte[] MAC = NetBackend.MAC;
+
+    private static InvalidNetOptionException refused(Runnable make, String option) {
+        InvalidNetOptionException e = assertThrows(InvalidNetOptionException.class, make::run);
+        assertEquals(option, e.option());
+        assertFalse(e.getMessage().contains("--"), "the library does not speak in command-line flags: " + e.getMessage());
+        return e;
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = NotificationMode.class, names = {"POLL", "HYBRID"})
+    void tapModeRefusesQueuesItCannotSleepOnClearly(NotificationMode mode) {
+        NetMode tap = new NetMode.Tap("v4j%d");
+        refused(() -> new NetDevice.Options(1, tap, mode, 0, 64, new int[0], MAC, 1500), "notification");
+        InvalidNetOptionException e = refused(() -> new NetDevice.Options(2, tap,
+                new NotificationMode[] {NotificationMode.NOTIFY, NotificationMode.NOTIFY, NotificationMode.NOTIFY, mode},
+                0, 64, new int[0], MAC, 1500), "notification");
+        assertEquals("queue 3: " + mode, e.value(), e.getMessage());
+    }
+
+    @Test
+    void tapModeTakesNotifyQueues() {
+        NetDevice.Options o = new NetDevice.Options(2, new NetMode.Tap("v4j%d"), NotificationMode.NOTIFY, 0, 64,
+                new int[0], MAC, 1500);
+        for (int q = 0; q < 4; q++) {
+            assertEquals(NotificationMode.NOTIFY, o.notification(q));
+        }
+    }
+
+    @Test
+    void theModeIsChosenPerQueue() {
+        NetDevice.Options o = new NetDevice.Options(1, NetMode.LOOPBACK,
+                new NotificationMode[] {NotificationMode.NOTIFY, NotificationMode.POLL}, 0, 64, new int[0], MAC, 1500);
+        assertEquals(NotificationMode.NOTIFY, o.notification(0));
+        assertEquals(NotificationMode.POLL, o.notification(1));
+        refused(() -> new NetDevice.Options(1, NetMode.LOOPBACK, new NotificationMode[] {NotificationMode.NOTIFY}, 0,
+                64, new int[0], MAC, 1500), "notification");
+    }
+
+    @Test
+    void errorsNameTheOption() {
+        refused(() -> new NetDevice.Options(0, NetMode.LOOPBACK, NotificationMode.POLL, 0, 64, new int[0], MAC, 1500), "pairs");
+        refused(() -> new NetDevice.Options(1, NetMode.LOOPBACK, NotificationMode.POLL, 0, 0, new int[0], MAC, 1500), "weight");
+        refused(() -> new NetDevice.Options(1, NetMode.LOOPBACK, NotificationMode.POLL, 0, 64, new int[0], MAC, 67), "mtu");
+        refused(() -> new NetDevice.Options(1, NetMode.LOOPBACK, NotificationMode.POLL, 0, 64, new int[0], new byte[5], 1500), "mac");
+        refused(() -> new NetDevice.Options(1, NetMode.LOOPBACK, NotificationMode.POLL, -1, 64, new int[0], MAC, 1500), "hybridSpinNanos");
+        refused(() -> new NetMode.Tap(""), "mode");
+        refused(() -> TapPolling.TxPoll.parse("sometimes"), "txPoll");
+    }
+
+    /**
+     * A front-end that asks to be polled (SET_VRING_KICK with NOFD) cannot be honoured in tap mode, which sleeps on
+     * the tap and on kicks: the ring is refused with {@link NotificationModeRejectedException} naming the queue, and
+     * the back-end goes on serving.
+     */
+    @Test
+    void tapModeRefusesARingTheFrontEndWantsPolled() throws Exception {
+        try (DatagramPair port = DatagramPair.create()) {
+            NetDevice device = NetDevice.overPorts(new NetDevice.Options(1, new NetMode.Tap("dgram"),
+                    NotificationMode.NOTIFY, 0, 64, new int[0], MAC, 1500), List.of(port.first()));
+            try (device) {
+                NetTrafficTest.withBackend(() -> NetBackend.serving(device), backend -> {
+                    try (LogCapture log = new LogCapture(VhostUserConnection.class)) {
+                        try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().nofd(true))) {
+                            g.frontend().getFeatures(); // the connection is closed by now: this fails
+                        } catch (RuntimeException expected) {
+                            // the connection ended on the refused ring
+                        }
+                        log.await(Level.SEVERE, m -> m.contains(NotificationModeRejectedException.class.getSimpleName())
+                                && m.contains("queue 0") && m.contains("NOFD"));
+                    }
+                });
+            }
+        }
+    }
+}
