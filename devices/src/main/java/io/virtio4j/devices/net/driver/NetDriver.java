@@ -633,7 +633,8 @@ public final class NetDriver implements AutoCloseable {
         }
         int slot = t.free[--t.freeCount];
         long off = t.slotOffset(slot);
-        memory.asSlice(off, NetFeatures.HDR_LEN).fill((byte) 0);
+        memory.set(ValueLayout.JAVA_LONG_UNALIGNED, off, 0L); // the 12-byte header: no offloads, num_buffers 0
+        memory.set(ValueLayout.JAVA_INT_UNALIGNED, off + 8, 0);
         MemorySegment.copy(frame, offset, memory, off + frameOffset, length);
         t.sg.clear();
         if (config.txSegments() == 1) {
