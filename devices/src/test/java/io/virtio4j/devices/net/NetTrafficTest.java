@@ -149,6 +149,21 @@ class NetTrafficTest {
         });
     }
 
+    /** Guest memory at a guest-physical base above 4 GiB and another user base: both translations are used right. */
+    @Test
+    void guestMemoryAtOtherBases() {
+        withBackend(NetBackend.options(1, NetMode.MACSWAP, NotificationMode.NOTIFY), backend -> {
+            NetDriver.Config c = NetDriver.Config.defaults().withBases(0x1_0000_0000L, 0x7f00_0000_0000L).withTxSegments(2);
+            try (NetDriver g = connect(backend.path(), c)) {
+                assertEquals(0x1_0000_0000L, g.region().guestPhysAddr());
+                assertEquals(0x7f00_0000_0000L, g.region().userAddr());
+                int frames = 1_000;
+                long bytes = echoAndCheck(g, 0, frames, 100, 0, true, new Random(8));
+                assertStats(stopAndStats(backend, g, 0, frames), frames, bytes, frames, bytes);
+            }
+        });
+    }
+
     @Test
     void loopbackSpreadsLargeFramesOverMergedReceiveBuffers() {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
