@@ -540,6 +540,7 @@ public final class NetDriver implements AutoCloseable {
         return added;
     }
 
+    /** {@link #postRx(int, int)} into every free slot. */
     public int postRx(int pair) {
         return postRx(pair, Integer.MAX_VALUE);
     }
@@ -549,6 +550,7 @@ public final class NetDriver implements AutoCloseable {
         return rings.get(rxRing(pair)).queue.inFlight();
     }
 
+    /** {@link #receive(int, int, FrameHandler)} with no limit: every complete frame there is. */
     public int receive(int pair, FrameHandler handler) {
         return receive(pair, Integer.MAX_VALUE, handler);
     }
