@@ -7,12 +7,13 @@ import io.virtio4j.devices.net.NetFeatures;
 import io.virtio4j.devices.net.NetMode;
 import io.virtio4j.devices.net.NetStats;
 import io.virtio4j.devices.net.TapPolling;
-import io.virtio4j.devices.net.lab.InProcessBackend;
-import io.virtio4j.devices.net.lab.NetGuest;
-import io.virtio4j.devices.net.lab.TapNamespace;
-import io.virtio4j.devices.net.lab.UdpFrames;
-import io.virtio4j.devices.net.lab.UdpTool;
+import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.os.TunTap;
+import io.virtio4j.testkit.Commands;
+import io.virtio4j.testkit.net.TapNamespace;
+import io.virtio4j.testkit.net.UdpFrames;
+import io.virtio4j.testkit.net.UdpTool;
+import io.virtio4j.vhost.backend.InProcessBackend;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -38,7 +39,7 @@ import java.util.concurrent.TimeUnit;
  * queue). It keeps sending for the whole experiment; between runs the tap's queue fills and the kernel drops.
  *
  * <p>Each run builds a fresh tap-mode {@link NetDevice} over the same tap with the run's discipline, connects a
- * fresh {@link NetGuest} through the vhost-user protocol in process, and lets a guest receiver thread post receive
+ * fresh {@link NetDriver} through the vhost-user protocol in process, and lets a guest receiver thread post receive
  * buffers and reap them as fast as it can (sleeping on the used-buffer notification only when the ring has
  * nothing). After a settling time it counts the generator's frames the guest received over the measuring window:
  * that rate is the run's buffers/s. Worker and receiver CPU time, wake-ups, spurious wake-ups, EAGAINs and the
@@ -52,6 +53,8 @@ public final class NetPollBench implements AutoCloseable {
     private static final int PORT = 5000;
     private static final int PAYLOAD = 64;
     private static final long SETTLE_NANOS = 300_000_000L;
+    /** 256-entry rings, 2048-byte merged receive buffers, EVENT_IDX; no indirect descriptors (none needed). */
+    private static final NetDriver.Config BENCH_GUEST = NetDriver.Config.defaults().withIndirect(false);
 
     private final double windowSeconds;
     private final TunTap tap;
@@ -73,10 +76,10 @@ public final class NetPollBench implements AutoCloseable {
      * @param maxSeconds    the generator stops by itself after this long, whatever happens here
      */
     public static NetPollBench start(double windowSeconds, double maxSeconds) {
-        TunTap tap = TunTap.open(TapNamespace.uniqueName("v4jb"));
+        TunTap tap = TunTap.open(Commands.uniqueName('b'));
         TapNamespace ns = null;
         try {
-            ns = TapNamespace.create(TapNamespace.uniqueName("v4jx"), tap.name(), GUEST_MAC);
+            ns = TapNamespace.create(Commands.uniqueName('x'), tap.name(), GUEST_MAC);
             Process flood = ns.startJava(UdpTool.class, "flood", TapNamespace.GUEST_IP, Integer.toString(PORT),
                     Integer.toString(PAYLOAD), String.format(Locale.ROOT, "%.0f", maxSeconds));
             return new NetPollBench(windowSeconds, tap, ns, flood);
@@ -95,7 +98,7 @@ public final class NetPollBench implements AutoCloseable {
         m.put("load", "UdpTool flood in network namespace " + ns.name() + ": " + PAYLOAD
                 + "-byte UDP payloads (" + (UdpFrames.HEADERS + PAYLOAD) + "-byte frames), one sender, as fast as it can");
         m.put("tap", tap.name() + " (vnet header 12, single queue)");
-        m.put("guest", "NetGuest in process: queue size 256, 2048-byte merged receive buffers, EVENT_IDX, receiver thread "
+        m.put("guest", "NetDriver in process: queue size 256, 2048-byte merged receive buffers, EVENT_IDX, receiver thread "
                 + "reaping and reposting, sleeping on the call eventfd only when the ring is empty");
         m.put("device", "NetDevice tap mode, 1 queue pair, weight 64, no pinning");
         m.put("window_s", windowSeconds);
@@ -109,7 +112,7 @@ public final class NetPollBench implements AutoCloseable {
     }
 
     /** Counts the generator's frames; the receiver thread's own, published once per batch. */
-    private static final class Counter implements NetGuest.FrameHandler {
+    private static final class Counter implements NetDriver.FrameHandler {
         long frames;
         long other;
         volatile long published;
@@ -134,7 +137,7 @@ public final class NetPollBench implements AutoCloseable {
         Counter counter = new Counter();
         long[] guestSpurious = new long[1];
         Throwable[] failure = new Throwable[1];
-        try (device; NetGuest guest = NetGuest.start(c.frontend(), new NetGuest.Config(1, 256, 2048, true, true))) {
+        try (device; NetDriver guest = NetDriver.start(c.frontend(), BENCH_GUEST)) {
             java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
             Thread receiver = new Thread(() -> {
                 try {
@@ -198,7 +201,8 @@ public final class NetPollBench implements AutoCloseable {
             log.put("tap_tx_dropped", s1.tapDropped - s0.tapDropped);
             runLog.add(log);
             return new RunResult(frames, s1.nanos - s0.nanos, s1.guestCpu - s0.guestCpu, s1.workerCpu - s0.workerCpu,
-                    guest.rxCounters(0), dev, guestSpurious[0], d.spuriousWakeups() - b.spuriousWakeups(),
+                    guest.queue(NetDriver.rxRing(0)).counters(), dev, guestSpurious[0],
+                    d.spuriousWakeups() - b.spuriousWakeups(),
                     s1.gc - s0.gc, s1.workerAlloc - s0.workerAlloc, "not pinned", Double.NaN, Double.NaN);
         } finally {
             c.backend().awaitEnd();

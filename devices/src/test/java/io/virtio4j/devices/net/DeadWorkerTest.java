@@ -1,5 +1,7 @@
 package io.virtio4j.devices.net;
 
+import io.virtio4j.devices.net.driver.NetDriver;
+
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.worker.KickSwitch;
 import io.virtio4j.devices.worker.QueueAbandonedException;
@@ -143,15 +145,15 @@ class DeadWorkerTest {
         ExplodingDevice device = new ExplodingDevice();
         withBackend(() -> NetBackend.serving(device), backend -> {
             try (LogCapture log = new LogCapture(QueueRunner.class);
-                 VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config());
+                 NetDriver g = GuestTraffic.connect(backend.path(), NetDriver.Config.defaults());
                  EventFd err = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC)) {
                 VhostUserFrontend fe = g.frontend();
                 fe.sendRaw(Request.SET_VRING_ERR.code(), ProtocolFeatures.VERSION,
                         ByteBuffer.allocate(8).order(ByteOrder.nativeOrder()).putLong(1).array(), err.fileDescriptor());
                 long features = fe.getFeatures(); // answered once SET_VRING_ERR is handled
 
-                g.addTx(0, frames(new Random(1), 1, 0).get(0));
-                g.tx(0).kick();
+                GuestTraffic.addTx(g, 0, frames(new Random(1), 1, 0).get(0));
+                g.kickTx(0);
                 log.await(Level.SEVERE, m -> m.contains("exploding-pair0 died"));
                 awaitSignal(err);
                 assertInstanceOf(IllegalStateException.class, device.failure());
@@ -176,7 +178,7 @@ class DeadWorkerTest {
             }
             // The disconnect stopped the rings and reset the device without waiting for the dead worker; a new
             // front-end gets a fresh runner.
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = GuestTraffic.connect(backend.path(), NetDriver.Config.defaults())) {
                 assertEquals(null, device.failure(), "a fresh runner after the reset");
                 assertTrue(!device.started.get(1).queue().isBroken());
             }

@@ -1,6 +1,7 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.Memfd;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
@@ -15,6 +16,12 @@ import java.util.List;
 import java.util.Random;
 import java.util.logging.Level;
 
+import static io.virtio4j.devices.net.GuestTraffic.addRawRx;
+import static io.virtio4j.devices.net.GuestTraffic.addRawTx;
+import static io.virtio4j.devices.net.GuestTraffic.addTx;
+import static io.virtio4j.devices.net.GuestTraffic.connect;
+import static io.virtio4j.devices.net.GuestTraffic.refillRx;
+import static io.virtio4j.devices.net.GuestTraffic.transmitRandom;
 import static io.virtio4j.devices.net.NetTrafficTest.echoAndCheck;
 import static io.virtio4j.devices.net.NetTrafficTest.frames;
 import static io.virtio4j.devices.net.NetTrafficTest.stopAndStats;
@@ -34,13 +41,13 @@ class HostileNetPeerTest {
     private static final long QUIET_MILLIS = 300;
     private static final long BIT30 = ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
 
-    private static VirtioNetGuest.Config twoPairs() {
-        return new VirtioNetGuest.Config().pairs(2);
+    private static NetDriver.Config twoPairs() {
+        return NetDriver.Config.defaults().withPairs(2);
     }
 
     /** A new front-end gets both pairs of the same back-end working. */
     private static void assertFreshConnectionWorks(NetBackend backend) {
-        try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), twoPairs())) {
+        try (NetDriver g = connect(backend.path(), twoPairs())) {
             Random rnd = new Random(99);
             echoAndCheck(g, 0, 100, 100, 0, false, rnd);
             echoAndCheck(g, 1, 100, 100, 0, false, rnd);
@@ -51,21 +58,21 @@ class HostileNetPeerTest {
     void aTransmitDescriptorOutsideGuestMemoryBreaksThatQueueOnly() {
         withBackend(NetBackend.options(2, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
             try (LogCapture log = new LogCapture(ReflectorWorker.class);
-                 VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), twoPairs())) {
+                 NetDriver g = connect(backend.path(), twoPairs())) {
                 Random rnd = new Random(16);
                 echoAndCheck(g, 0, 100, 100, 0, false, rnd);
                 echoAndCheck(g, 1, 100, 100, 0, false, rnd);
                 long outside = g.memory().byteSize() + 0x10000;
-                g.addRawTx(0, VirtioNetGuest.GPA_BASE + outside, 100);
-                g.addTx(0, frames(rnd, 1, 0).get(0)); // behind the bad one: never reached
-                g.tx(0).kick();
+                addRawTx(g, 0, g.gpa(outside), 100);
+                addTx(g, 0, frames(rnd, 1, 0).get(0)); // behind the bad one: never reached
+                g.kickTx(0);
                 log.await(Level.WARNING, m -> m.contains("transmit queue 1 broken"));
 
                 // The other pair carries on, the connection still answers, pair 0 stays stopped.
                 long bytes1 = echoAndCheck(g, 1, 1_000, 100, 0, false, rnd);
                 assertEquals(backend.device().features() | BIT30, g.frontend().getFeatures());
                 Thread.sleep(QUIET_MILLIS);
-                assertNull(g.tx(0).queue.pollUsed(), "the broken ring returned a buffer");
+                assertNull(g.queue(1).pollUsed(), "the broken ring returned a buffer");
                 NetStats s0 = stopAndStats(backend, g, 0, 100);
                 assertEquals(100, s0.fromGuestPackets(), "pair 0 counted nothing after the bad descriptor");
                 NetStats s1 = stopAndStats(backend, g, 1, 1_100);
@@ -81,11 +88,11 @@ class HostileNetPeerTest {
     void aReceiveDescriptorOutsideGuestMemoryBreaksTheReceiveRingOnly() {
         withBackend(NetBackend.options(2, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
             try (LogCapture log = new LogCapture(ReflectorWorker.class);
-                 VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), twoPairs())) {
+                 NetDriver g = connect(backend.path(), twoPairs())) {
                 Random rnd = new Random(19);
-                g.addRawRx(0, VirtioNetGuest.GPA_BASE + g.memory().byteSize(), 2048);
-                g.refillRx(0);
-                long bytes = g.transmitRandom(0, 500, rnd); // the transmit ring goes on: frames counted and dropped
+                addRawRx(g, 0, g.gpa(g.memory().byteSize()), 2048);
+                refillRx(g, 0);
+                long bytes = transmitRandom(g, 0, 500, rnd); // the transmit ring goes on: frames counted and dropped
                 log.await(Level.WARNING, m -> m.contains("receive queue 0 broken"));
                 echoAndCheck(g, 1, 500, 100, 0, false, rnd);
                 NetStats s0 = stopAndStats(backend, g, 0, 500);
@@ -107,7 +114,7 @@ class HostileNetPeerTest {
     @Test
     void aKickDescriptorThatCannotBePolled() {
         withBackend(NetBackend.options(2, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), twoPairs());
+            try (NetDriver g = connect(backend.path(), twoPairs());
                  FileDescriptor notAnEventFd = Memfd.create("not-an-eventfd", 4096)) {
                 echoAndCheck(g, 1, 100, 100, 0, false, new Random(20));
                 VhostUserFrontend fe = g.frontend();
@@ -132,15 +139,15 @@ class HostileNetPeerTest {
     @Test
     void aMemoryTableThatNoLongerHoldsTheRings() {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults())) {
                 Random rnd = new Random(22);
                 echoAndCheck(g, 0, 200, 100, 0, false, rnd);
                 VhostUserFrontend fe = g.frontend();
                 long skip = 64 * 1024; // the rings are in the first pages
                 long size = g.memory().byteSize() - skip;
                 VhostUserRequestFailedException e = assertThrows(VhostUserRequestFailedException.class,
-                        () -> fe.setMemTable(List.of(new VhostUserFrontend.Region(VirtioNetGuest.GPA_BASE + skip, size,
-                                VirtioNetGuest.USER_BASE + skip, skip, g.memfd()))));
+                        () -> fe.setMemTable(List.of(new VhostUserFrontend.Region(g.gpa(skip), size,
+                                g.config().userBase() + skip, skip, g.memfd()))));
                 assertTrue(e.getMessage().contains("SET_MEM_TABLE"), e.getMessage());
                 assertEquals(backend.device().features() | BIT30, fe.getFeatures());
                 echoAndCheck(g, 0, 200, 100, 0, false, rnd);

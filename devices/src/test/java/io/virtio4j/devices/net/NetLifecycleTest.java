@@ -1,6 +1,7 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import org.junit.jupiter.api.Test;
 
@@ -9,6 +10,12 @@ import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import static io.virtio4j.devices.net.GuestTraffic.addTx;
+import static io.virtio4j.devices.net.GuestTraffic.awaitTxDone;
+import static io.virtio4j.devices.net.GuestTraffic.connect;
+import static io.virtio4j.devices.net.GuestTraffic.receive;
+import static io.virtio4j.devices.net.GuestTraffic.refillRx;
+import static io.virtio4j.devices.net.GuestTraffic.transmitRandom;
 import static io.virtio4j.devices.net.NetTrafficTest.assertEchoed;
 import static io.virtio4j.devices.net.NetTrafficTest.assertStats;
 import static io.virtio4j.devices.net.NetTrafficTest.echoAndCheck;
@@ -35,21 +42,21 @@ class NetLifecycleTest {
     @Test
     void aKickBeforeTheRingIsEnabledIsNotLost() {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().enableRings(false))) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withEnableRings(false))) {
                 List<byte[]> sent = frames(new Random(10), 50, 0);
-                g.refillRx(0);
+                refillRx(g, 0);
                 for (byte[] f : sent) {
-                    g.addTx(0, f);
+                    addTx(g, 0, f);
                 }
-                g.tx(0).kick(); // the first kick of the ring, before SET_VRING_ENABLE
+                g.kickTx(0); // the first kick of the ring, before SET_VRING_ENABLE
                 quietPeriod();
                 assertEquals(0, backend.device().stats(0).fromGuestPackets(), "a disabled ring is not processed");
                 g.frontend().setVringEnable(0, true);
                 g.frontend().setVringEnable(1, true); // no kick after this
                 for (int i = 0; i < sent.size(); i++) {
-                    assertEchoed(g, sent.get(i), g.receive(0), false, "frame " + i);
+                    assertEchoed(g, sent.get(i), receive(g, 0), false, "frame " + i);
                 }
-                g.awaitTxDone(0);
+                awaitTxDone(g, 0);
                 long bytes = sent.stream().mapToLong(f -> f.length).sum();
                 assertStats(stopAndStats(backend, g, 0, 50), 50, bytes, 50, bytes);
             }
@@ -59,7 +66,7 @@ class NetLifecycleTest {
     @Test
     void getVringBaseStopsTheRingAndSetVringBaseKickEnableResumeIt() {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults())) {
                 VhostUserFrontend fe = g.frontend();
                 Random rnd = new Random(11);
                 long bytes = echoAndCheck(g, 0, 300, 100, 0, false, rnd);
@@ -72,15 +79,15 @@ class NetLifecycleTest {
 
                 // Stopped: new buffers and kicks go unanswered.
                 List<byte[]> later = frames(rnd, 40, 0);
-                g.refillRx(0);
+                refillRx(g, 0);
                 for (byte[] f : later) {
-                    g.addTx(0, f);
+                    addTx(g, 0, f);
                 }
-                g.tx(0).kick();
-                g.tx(0).queue.kick();
+                g.kickTx(0);
+                g.queue(1).kick();
                 g.kickFd(1).write(1); // and an explicit one: the back-end closed its copy of the kick eventfd
                 quietPeriod();
-                assertNull(g.tx(0).queue.pollUsed(), "a stopped ring returned a buffer");
+                assertNull(g.queue(1).pollUsed(), "a stopped ring returned a buffer");
                 assertEquals(300, backend.device().stats(0).fromGuestPackets(), "a stopped ring was processed");
 
                 // Restart in QEMU's order: BASE, KICK, CALL, ENABLE; the back-end resumes where it stopped.
@@ -91,10 +98,10 @@ class NetLifecycleTest {
                     fe.setVringEnable(ring, true);
                 }
                 for (int i = 0; i < later.size(); i++) {
-                    assertEchoed(g, later.get(i), g.receive(0), false, "frame " + i + " after the restart");
+                    assertEchoed(g, later.get(i), receive(g, 0), false, "frame " + i + " after the restart");
                     bytes += later.get(i).length;
                 }
-                g.awaitTxDone(0);
+                awaitTxDone(g, 0);
                 bytes += echoAndCheck(g, 0, 300, 100, 0, false, rnd);
                 assertStats(stopAndStats(backend, g, 0, 640), 640, bytes, 640, bytes);
             }
@@ -109,21 +116,21 @@ class NetLifecycleTest {
     @Test
     void aGuestAsleepAcrossARingRestartIsWoken() {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults())) {
                 VhostUserFrontend fe = g.frontend();
                 Random rnd = new Random(12);
                 echoAndCheck(g, 0, 100, 100, 0, false, rnd);
                 assertEquals(100, fe.getVringBase(1));
                 assertEquals(100, fe.getVringBase(0));
                 List<byte[]> later = frames(rnd, 20, 0);
-                g.refillRx(0);
+                refillRx(g, 0);
                 for (byte[] f : later) {
-                    g.addTx(0, f);
+                    addTx(g, 0, f);
                 }
-                g.tx(0).kick();
+                g.kickTx(0);
                 // The guest arms its callbacks (nothing is used yet) and sleeps on both rings' eventfds.
-                assertTrue(g.tx(0).queue.enableCallbacks(), "nothing used while stopped");
-                assertTrue(g.rx(0).queue.enableCallbacks(), "nothing used while stopped");
+                assertTrue(g.queue(1).enableCallbacks(), "nothing used while stopped");
+                assertTrue(g.queue(0).enableCallbacks(), "nothing used while stopped");
                 g.callFd(0).tryRead();
                 g.callFd(1).tryRead();
                 for (int ring = 0; ring < 2; ring++) {
@@ -133,14 +140,14 @@ class NetLifecycleTest {
                     fe.setVringEnable(ring, true);
                 }
                 for (int ring = 0; ring < 2; ring++) {
-                    assertTrue(g.ring(ring).call.await(20_000_000_000L), "ring " + ring
+                    assertTrue(g.awaitCall(ring, 20_000_000_000L), "ring " + ring
                             + ": a guest asleep since before the restart was not woken (buffers used: "
-                            + g.ring(ring).queue.hasUsed() + ")");
+                            + g.queue(ring).hasUsed() + ")");
                 }
                 for (int i = 0; i < later.size(); i++) {
-                    assertEchoed(g, later.get(i), g.receive(0), false, "frame " + i + " after the restart");
+                    assertEchoed(g, later.get(i), receive(g, 0), false, "frame " + i + " after the restart");
                 }
-                g.awaitTxDone(0);
+                awaitTxDone(g, 0);
             }
         });
     }
@@ -150,19 +157,19 @@ class NetLifecycleTest {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
             Random rnd = new Random(13);
             long bytes = 0;
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults())) {
                 bytes += echoAndCheck(g, 0, 500, 100, 0, false, rnd);
             }
             // The second one goes away with buffers in flight and unprocessed kicks.
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults())) {
                 bytes += echoAndCheck(g, 0, 500, 100, 0, false, rnd);
-                g.refillRx(0);
+                refillRx(g, 0);
                 for (byte[] f : frames(rnd, 200, 0)) {
-                    g.addTx(0, f);
+                    addTx(g, 0, f);
                 }
-                g.tx(0).kick();
+                g.kickTx(0);
             }
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().rxBufferSize(256))) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withRxBufferSize(256))) {
                 long before = backend.device().stats(0).fromGuestPackets();
                 assertTrue(before >= 1000 && before <= 1200, "frames counted before: " + before);
                 long more = echoAndCheck(g, 0, 500, 32, 0, false, rnd);
@@ -176,7 +183,7 @@ class NetLifecycleTest {
     @Test
     void replacingTheMemoryTableUnderTrafficKeepsWorking() {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults())) {
                 // A traffic thread keeps the transmit ring busy (no receive buffers posted: loopback drops them, but
                 // every frame is counted); this thread replaces the memory table meanwhile, with the same memfd.
                 int frames = 40_000;
@@ -184,7 +191,7 @@ class NetLifecycleTest {
                 AtomicReference<Throwable> failure = new AtomicReference<>();
                 Thread traffic = new Thread(() -> {
                     try {
-                        bytes.set(g.transmitRandom(0, frames, new Random(14)));
+                        bytes.set(transmitRandom(g, 0, frames, new Random(14)));
                     } catch (Throwable t) {
                         failure.set(t);
                     }
@@ -217,13 +224,13 @@ class NetLifecycleTest {
     @Test
     void resetDeviceThenANewSetupOnTheSameConnection() {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults())) {
                 Random rnd = new Random(18);
                 long bytes = echoAndCheck(g, 0, 300, 100, 0, false, rnd);
-                g.refillRx(0);
+                refillRx(g, 0);
                 g.frontend().resetDevice();
-                g.resetQueues();
-                g.setupAgain();
+                g.resetRings();
+                g.setUpAgain();
                 bytes += echoAndCheck(g, 0, 300, 100, 0, false, rnd);
                 assertStats(stopAndStats(backend, g, 0, 300), 600, bytes, 600, bytes);
             }

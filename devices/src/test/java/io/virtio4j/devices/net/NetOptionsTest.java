@@ -1,5 +1,7 @@
 package io.virtio4j.devices.net;
 
+import io.virtio4j.devices.net.driver.NetDriver;
+
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.os.DatagramPair;
 import io.virtio4j.vhost.backend.VhostUserConnection;
@@ -79,7 +81,7 @@ class NetOptionsTest {
             try (device) {
                 NetTrafficTest.withBackend(() -> NetBackend.serving(device), backend -> {
                     try (LogCapture log = new LogCapture(VhostUserConnection.class)) {
-                        try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().nofd(true))) {
+                        try (NetDriver g = GuestTraffic.connect(backend.path(), NetDriver.Config.defaults().withEventFds(false))) {
                             g.frontend().getFeatures(); // the connection is closed by now: this fails
                         } catch (RuntimeException expected) {
                             // the connection ended on the refused ring

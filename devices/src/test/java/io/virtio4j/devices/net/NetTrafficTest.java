@@ -1,9 +1,9 @@
 package io.virtio4j.devices.net;
 
-import io.virtio4j.testkit.OpenFds;
-
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.devices.net.VirtioNetGuest.RxFrame;
+import io.virtio4j.devices.net.GuestTraffic.RxFrame;
+import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.testkit.OpenFds;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -16,13 +16,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
+import static io.virtio4j.devices.net.GuestTraffic.connect;
+import static io.virtio4j.devices.net.GuestTraffic.echo;
+import static io.virtio4j.devices.net.GuestTraffic.transmitRandom;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Traffic through {@link NetDevice} over vhost-user, with {@link VirtioNetGuest} as guest and front-end: every
+ * Traffic through {@link NetDevice} over vhost-user, with {@link NetDriver} as guest and front-end: every
  * mode, merged receive buffers, several queue pairs and every notification mode, with exact counts and frame
  * contents checked, and no descriptor left open afterwards.
  */
@@ -48,7 +51,7 @@ class NetTrafficTest {
     }
 
     /** Checks one frame that came back: MACs swapped (or not), the rest byte for byte, and its header and buffers. */
-    static void assertEchoed(VirtioNetGuest g, byte[] sent, RxFrame got, boolean swapped, String what) {
+    static void assertEchoed(NetDriver g, byte[] sent, RxFrame got, boolean swapped, String what) {
         byte[] expected = sent.clone();
         if (swapped) {
             System.arraycopy(sent, 6, expected, 0, 6);
@@ -59,9 +62,9 @@ class NetTrafficTest {
             assertArrayEquals(Arrays.copyOf(expected, 12), Arrays.copyOf(got.frame(), 12), what + ": MAC addresses");
             assertArrayEquals(expected, got.frame(), what + ": frame bytes after the MAC addresses");
         }
-        assertEquals(g.buffersFor(sent.length), got.numBuffers(), what + ": num_buffers");
+        assertEquals(g.config().buffersFor(sent.length), got.numBuffers(), what + ": num_buffers");
         int total = 0;
-        int bufferSize = g.config().rxBufferSize;
+        int bufferSize = g.config().rxBufferSize();
         for (int i = 0; i < got.usedLengths().length; i++) {
             int len = got.usedLengths()[i];
             if (i < got.usedLengths().length - 1) {
@@ -77,17 +80,17 @@ class NetTrafficTest {
     static List<byte[]> frames(Random rnd, int n, int fixedLen) {
         List<byte[]> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            out.add(VirtioNetGuest.randomFrame(rnd, fixedLen > 0 ? fixedLen : 60 + rnd.nextInt(VirtioNetGuest.MAX_FRAME - 59)));
+            out.add(GuestTraffic.randomFrame(rnd, fixedLen > 0 ? fixedLen : 60 + rnd.nextInt(GuestTraffic.MAX_FRAME - 59)));
         }
         return out;
     }
 
     /** Echoes {@code total} frames in batches of {@code batch} on {@code pair} and checks each; returns bytes sent. */
-    static long echoAndCheck(VirtioNetGuest g, int pair, int total, int batch, int fixedLen, boolean swapped, Random rnd) {
+    static long echoAndCheck(NetDriver g, int pair, int total, int batch, int fixedLen, boolean swapped, Random rnd) {
         long bytes = 0;
         for (int done = 0; done < total; ) {
             List<byte[]> sent = frames(rnd, Math.min(batch, total - done), fixedLen);
-            List<RxFrame> got = g.echo(pair, sent);
+            List<RxFrame> got = echo(g, pair, sent);
             for (int i = 0; i < sent.size(); i++) {
                 assertEchoed(g, sent.get(i), got.get(i), swapped, "pair " + pair + " frame " + (done + i));
                 bytes += sent.get(i).length;
@@ -98,7 +101,7 @@ class NetTrafficTest {
     }
 
     /** Statistics after stopping the pair's rings (GET_VRING_BASE): the worker has finished counting. */
-    static NetStats stopAndStats(NetBackend backend, VirtioNetGuest g, int pair, int expectedTxBase) {
+    static NetStats stopAndStats(NetBackend backend, NetDriver g, int pair, int expectedTxBase) {
         assertEquals(expectedTxBase & 0xFFFF, g.frontend().getVringBase(2 * pair + 1),
                 "GET_VRING_BASE of transmit ring " + (2 * pair + 1));
         g.frontend().getVringBase(2 * pair);
@@ -116,12 +119,12 @@ class NetTrafficTest {
     @Test
     void rxonlyCountsExactlyWhatTheGuestSent() {
         withBackend(NetBackend.options(1, NetMode.RXONLY, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults())) {
                 int frames = 100_000;
                 long bytes = 0;
                 Random rnd = new Random(1);
                 for (int done = 0; done < frames; done += 10_000) {
-                    bytes += g.transmitRandom(0, 10_000, rnd);
+                    bytes += transmitRandom(g, 0, 10_000, rnd);
                 }
                 assertStats(stopAndStats(backend, g, 0, frames), frames, bytes, 0, 0);
             }
@@ -132,7 +135,7 @@ class NetTrafficTest {
     void macswapReturnsEveryFrameWithTheMacsSwapped() {
         withBackend(NetBackend.options(1, NetMode.MACSWAP, NotificationMode.NOTIFY), backend -> {
             // Header and frame in two descriptors, which go through an indirect table.
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().txSegments(2))) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withTxSegments(2))) {
                 int frames = 5_000;
                 long bytes = echoAndCheck(g, 0, frames, 100, 0, true, new Random(2));
                 assertStats(stopAndStats(backend, g, 0, frames), frames, bytes, frames, bytes);
@@ -143,10 +146,25 @@ class NetTrafficTest {
     @Test
     void macswapWithoutMergedBuffersOrEventIdx() {
         withBackend(NetBackend.options(1, NetMode.MACSWAP, NotificationMode.NOTIFY), backend -> {
-            VirtioNetGuest.Config c = new VirtioNetGuest.Config().mergeable(false).eventIdx(false).indirect(false);
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), c)) {
+            NetDriver.Config c = NetDriver.Config.defaults().withMergeable(false).withEventIdx(false).withIndirect(false);
+            try (NetDriver g = connect(backend.path(), c)) {
                 int frames = 2_000;
                 long bytes = echoAndCheck(g, 0, frames, 100, 0, true, new Random(3));
+                assertStats(stopAndStats(backend, g, 0, frames), frames, bytes, frames, bytes);
+            }
+        });
+    }
+
+    /** Guest memory at a guest-physical base above 4 GiB and another user base: both translations are used right. */
+    @Test
+    void guestMemoryAtOtherBases() {
+        withBackend(NetBackend.options(1, NetMode.MACSWAP, NotificationMode.NOTIFY), backend -> {
+            NetDriver.Config c = NetDriver.Config.defaults().withBases(0x1_0000_0000L, 0x7f00_0000_0000L).withTxSegments(2);
+            try (NetDriver g = connect(backend.path(), c)) {
+                assertEquals(0x1_0000_0000L, g.region().guestPhysAddr());
+                assertEquals(0x7f00_0000_0000L, g.region().userAddr());
+                int frames = 1_000;
+                long bytes = echoAndCheck(g, 0, frames, 100, 0, true, new Random(8));
                 assertStats(stopAndStats(backend, g, 0, frames), frames, bytes, frames, bytes);
             }
         });
@@ -155,8 +173,8 @@ class NetTrafficTest {
     @Test
     void loopbackSpreadsLargeFramesOverMergedReceiveBuffers() {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().rxBufferSize(256))) {
-                assertEquals(6, g.buffersFor(1500));
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withRxBufferSize(256))) {
+                assertEquals(6, g.config().buffersFor(1500));
                 Random rnd = new Random(4);
                 long bytes = echoAndCheck(g, 0, 2_000, 32, 1500, false, rnd);
                 bytes += echoAndCheck(g, 0, 2_000, 32, 0, false, rnd); // 1..6 buffers each
@@ -168,7 +186,7 @@ class NetTrafficTest {
     @Test
     void twoQueuePairsCarryTheirOwnTraffic() {
         withBackend(NetBackend.options(2, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().pairs(2))) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withPairs(2))) {
                 Random rnd = new Random(5);
                 long[] bytes = new long[2];
                 int[] frames = {3_000, 2_000};
@@ -193,12 +211,12 @@ class NetTrafficTest {
     @EnumSource(NotificationMode.class)
     void everyNotificationModeMovesTraffic(NotificationMode mode) {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, mode), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults())) {
                 Random rnd = new Random(6);
                 long bytes = echoAndCheck(g, 0, 2_000, 100, 0, false, rnd);
                 // Then frames with only the receive buffers left posted: those get one frame each, the rest are dropped.
-                int posted = g.rx(0).queue.inFlight();
-                bytes += g.transmitRandom(0, 10_000, rnd);
+                int posted = g.queue(0).inFlight();
+                bytes += transmitRandom(g, 0, 10_000, rnd);
                 NetStats s = stopAndStats(backend, g, 0, 12_000);
                 assertEquals(12_000, s.fromGuestPackets(), "fromGuestPackets");
                 assertEquals(bytes, s.fromGuestBytes(), "fromGuestBytes");
@@ -220,9 +238,9 @@ class NetTrafficTest {
         NetDevice.Options options = new NetDevice.Options(1, NetMode.LOOPBACK, new NotificationMode[] {rx, tx}, 20_000,
                 64, new int[0], NetBackend.MAC, 1500);
         withBackend(options, backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = GuestTraffic.connect(backend.path(), NetDriver.Config.defaults())) {
                 long bytes = echoAndCheck(g, 0, 2_000, 100, 0, false, new Random(8));
-                long kicks = g.tx(0).queue.counters().kicksSent;
+                long kicks = g.queue(g.txRing(0)).counters().kicksSent;
                 assertStats(stopAndStats(backend, g, 0, 2_000), 2_000, bytes, 2_000, bytes);
                 assertTrue(kicks <= 1, "the guest kicked its transmit queue " + kicks + " times");
             }
@@ -235,7 +253,7 @@ class NetTrafficTest {
                 new NotificationMode[] {NotificationMode.NOTIFY, NotificationMode.HYBRID}, 20_000, 64, new int[0],
                 NetBackend.MAC, 1500);
         withBackend(options, backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config())) {
+            try (NetDriver g = GuestTraffic.connect(backend.path(), NetDriver.Config.defaults())) {
                 long bytes = echoAndCheck(g, 0, 2_000, 100, 0, true, new Random(9));
                 assertStats(stopAndStats(backend, g, 0, 2_000), 2_000, bytes, 2_000, bytes);
             }
@@ -245,7 +263,7 @@ class NetTrafficTest {
     @Test
     void nofdKickAndCallMeanBothSidesPoll() {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (VirtioNetGuest g = VirtioNetGuest.connect(backend.path(), new VirtioNetGuest.Config().nofd(true))) {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withEventFds(false))) {
                 long bytes = echoAndCheck(g, 0, 2_000, 100, 0, false, new Random(7));
                 assertStats(stopAndStats(backend, g, 0, 2_000), 2_000, bytes, 2_000, bytes);
             }

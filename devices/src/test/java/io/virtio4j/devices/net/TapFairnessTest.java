@@ -1,8 +1,8 @@
 package io.virtio4j.devices.net;
 
-import io.virtio4j.devices.net.lab.NetGuest;
-import io.virtio4j.devices.net.lab.TapNamespace;
-import io.virtio4j.devices.net.lab.UdpFrames;
+import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.testkit.net.TapNamespace;
+import io.virtio4j.testkit.net.UdpFrames;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -30,7 +30,7 @@ class TapFairnessTest {
     }
 
     /** Keeps the pair's receive ring stocked and counts frames, on its own thread, until stopped. */
-    private static Thread receiver(NetGuest g, int pair, AtomicBoolean stop, AtomicLong frames) {
+    private static Thread receiver(NetDriver g, int pair, AtomicBoolean stop, AtomicLong frames) {
         Thread t = new Thread(() -> {
             try {
                 while (!stop.get()) {
@@ -46,7 +46,7 @@ class TapFairnessTest {
         return t;
     }
 
-    private static void transmit(NetGuest g, int pair, MemorySegment frame, long deadline) throws InterruptedException {
+    private static void transmit(NetDriver g, int pair, MemorySegment frame, long deadline) throws InterruptedException {
         byte[] tapMac = UdpFrames.mac(TapNamespace.TAP_MAC);
         byte[] guestIp = UdpFrames.ipv4(TapNamespace.GUEST_IP);
         byte[] tapIp = UdpFrames.ipv4(TapNamespace.TAP_IP);
@@ -70,7 +70,7 @@ class TapFairnessTest {
 
     @Test
     void aReceiveFloodDoesNotStarveTransmitOnTheSamePair() throws Exception {
-        try (TapRig rig = TapRig.start(1, TapPolling.current(), WEIGHT, NetGuest.Config.defaults());
+        try (TapRig rig = TapRig.start(1, TapPolling.current(), WEIGHT, NetDriver.Config.defaults());
              Arena arena = Arena.ofConfined()) {
             AtomicBoolean stop = new AtomicBoolean();
             AtomicLong rxFrames = new AtomicLong();
@@ -95,7 +95,7 @@ class TapFairnessTest {
 
     @Test
     void twoQueuePairsBothProgressWhileOneIsFlooded() throws Exception {
-        try (TapRig rig = TapRig.start(2, TapPolling.current(), WEIGHT, NetGuest.Config.defaults().withPairs(2));
+        try (TapRig rig = TapRig.start(2, TapPolling.current(), WEIGHT, NetDriver.Config.defaults().withPairs(2));
              Arena arena = Arena.ofConfined()) {
             AtomicBoolean stop = new AtomicBoolean();
             AtomicLong rx0 = new AtomicLong();

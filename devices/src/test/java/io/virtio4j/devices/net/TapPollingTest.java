@@ -1,7 +1,7 @@
 package io.virtio4j.devices.net;
 
-import io.virtio4j.devices.net.lab.NetGuest;
-import io.virtio4j.devices.net.lab.TapNamespace;
+import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.testkit.net.TapNamespace;
 
 import java.util.stream.Stream;
 
@@ -48,7 +48,7 @@ class TapPollingTest {
         Starved result = new Starved((double) cpu / wall, s.wakeups() - wakeups0, s);
 
         // Now the guest posts buffers: the worker, asleep on the receive kick (or the tap), must deliver.
-        NetGuest g = rig.guest;
+        NetDriver g = rig.guest;
         g.postRx(0);
         long deadline = System.nanoTime() + 10_000_000_000L;
         int frames = 0;
@@ -64,7 +64,7 @@ class TapPollingTest {
     @ParameterizedTest
     @MethodSource("disciplines")
     void noBusyLoopWhileTheGuestPostsNoReceiveBuffers(TapPolling polling) throws Exception {
-        try (TapRig rig = TapRig.start(1, polling, 64, NetGuest.Config.defaults())) {
+        try (TapRig rig = TapRig.start(1, polling, 64, NetDriver.Config.defaults())) {
             Starved s = starve(rig);
             assertTrue(s.stats().rxRingEmpty() > 0, "the worker met the empty ring: " + s.stats());
             assertTrue(s.cpuShare() < MAX_CPU_SHARE, String.format(
@@ -81,10 +81,10 @@ class TapPollingTest {
     void stoppingRxPollingTakesTheTapOutOfTheWakeUpsWhileStarved() throws Exception {
         long withStop;
         long without;
-        try (TapRig rig = TapRig.start(1, TapPolling.current(), 64, NetGuest.Config.defaults())) {
+        try (TapRig rig = TapRig.start(1, TapPolling.current(), 64, NetDriver.Config.defaults())) {
             withStop = starve(rig).wakeups();
         }
-        try (TapRig rig = TapRig.start(1, TapPolling.old(), 64, NetGuest.Config.defaults())) {
+        try (TapRig rig = TapRig.start(1, TapPolling.old(), 64, NetDriver.Config.defaults())) {
             without = starve(rig).wakeups();
         }
         assertTrue(withStop <= 5, "rx-poll-stop on: wake-ups while starved " + withStop);

@@ -1,11 +1,12 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.devices.net.lab.InProcessBackend;
-import io.virtio4j.devices.net.lab.NetGuest;
-import io.virtio4j.devices.net.lab.TapNamespace;
-import io.virtio4j.devices.net.lab.UdpFrames;
-import io.virtio4j.devices.net.lab.UdpTool;
+import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.testkit.Commands;
+import io.virtio4j.testkit.net.TapNamespace;
+import io.virtio4j.testkit.net.UdpFrames;
+import io.virtio4j.testkit.net.UdpTool;
+import io.virtio4j.vhost.backend.InProcessBackend;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -21,7 +22,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * A tap-mode {@link NetDevice} whose tap (created by the device, by name, as {@code serve net --mode tap:NAME}
- * does) lives in a namespace of its own, served in-process to a {@link NetGuest}. {@link #close()} undoes it all
+ * does) lives in a namespace of its own, served in-process to a {@link NetDriver}. {@link #close()} undoes it all
  * in order, also after a failure: guest (connection ends, device resets), namespace (tap gone from the kernel's
  * view), device (tap descriptor closed).
  */
@@ -33,9 +34,9 @@ final class TapRig implements AutoCloseable {
     final NetDevice device;
     final TapNamespace ns;
     final InProcessBackend backend;
-    final NetGuest guest;
+    final NetDriver guest;
 
-    private TapRig(NetDevice device, TapNamespace ns, InProcessBackend backend, NetGuest guest) {
+    private TapRig(NetDevice device, TapNamespace ns, InProcessBackend backend, NetDriver guest) {
         this.device = device;
         this.ns = ns;
         this.backend = backend;
@@ -50,17 +51,17 @@ final class TapRig implements AutoCloseable {
         assumeTrue("root".equals(System.getProperty("user.name")), "needs root (CAP_NET_ADMIN) for taps and namespaces");
     }
 
-    static TapRig start(int pairs, TapPolling polling, int weight, NetGuest.Config guestConfig) {
-        String tap = TapNamespace.uniqueName("v4jt");
+    static TapRig start(int pairs, TapPolling polling, int weight, NetDriver.Config guestConfig) {
+        String tap = Commands.uniqueName('t');
         NetDevice device = new NetDevice(new NetDevice.Options(pairs, new NetMode.Tap(tap, polling),
                 NotificationMode.NOTIFY, 0, weight, new int[0], GUEST_MAC_BYTES, 1500));
         TapNamespace ns = null;
-        NetGuest guest = null;
+        NetDriver guest = null;
         InProcessBackend.Connected c = null;
         try {
-            ns = TapNamespace.create(TapNamespace.uniqueName("v4js"), device.tapName(), GUEST_MAC);
+            ns = TapNamespace.create(Commands.uniqueName('s'), device.tapName(), GUEST_MAC);
             c = InProcessBackend.start(device, "tap-test");
-            guest = NetGuest.start(c.frontend(), guestConfig);
+            guest = NetDriver.start(c.frontend(), guestConfig);
             return new TapRig(device, ns, c.backend(), guest);
         } catch (RuntimeException | Error e) {
             if (guest == null && c != null) {

@@ -1,9 +1,9 @@
 package io.virtio4j.devices.net;
 
-import io.virtio4j.devices.net.lab.NetGuest;
-import io.virtio4j.devices.net.lab.TapNamespace;
-import io.virtio4j.devices.net.lab.UdpFrames;
-import io.virtio4j.devices.net.lab.UdpTool;
+import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.testkit.net.TapNamespace;
+import io.virtio4j.testkit.net.UdpFrames;
+import io.virtio4j.testkit.net.UdpTool;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -42,9 +42,9 @@ class TapTrafficTest {
     @ParameterizedTest
     @MethodSource("disciplines")
     void datagramsArriveIntactBothWays(TapPolling polling, int rxBuffer, boolean mergeable) throws Exception {
-        NetGuest.Config cfg = NetGuest.Config.defaults().withRxBuffers(rxBuffer, mergeable);
+        NetDriver.Config cfg = NetDriver.Config.defaults().withRxBufferSize(rxBuffer).withMergeable(mergeable);
         try (TapRig rig = TapRig.start(1, polling, 64, cfg); Arena arena = Arena.ofConfined()) {
-            NetGuest g = rig.guest;
+            NetDriver g = rig.guest;
 
             // ---- tap to guest: the namespace's kernel sends, the guest checks every payload ----
             g.postRx(0);

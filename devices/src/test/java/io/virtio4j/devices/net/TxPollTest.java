@@ -1,11 +1,11 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.devices.net.lab.InProcessBackend;
-import io.virtio4j.devices.net.lab.NetGuest;
-import io.virtio4j.devices.net.lab.UdpFrames;
+import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.os.DatagramPair;
 import io.virtio4j.os.Errno;
+import io.virtio4j.testkit.net.UdpFrames;
+import io.virtio4j.vhost.backend.InProcessBackend;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -35,7 +35,7 @@ class TxPollTest {
                     new NetMode.Tap("dgram", new TapPolling(true, txPoll)), NotificationMode.NOTIFY, 0, 64, new int[0],
                     TapRig.GUEST_MAC_BYTES, 1500), List.of(port.first()));
             InProcessBackend.Connected c = InProcessBackend.start(device, "txpoll");
-            try (device; NetGuest g = NetGuest.start(c.frontend(), NetGuest.Config.defaults())) {
+            try (device; NetDriver g = NetDriver.start(c.frontend(), NetDriver.Config.defaults())) {
                 MemorySegment frame = arena.allocate(2048);
                 MemorySegment got = arena.allocate(4096);
                 byte[] mac = UdpFrames.mac("02:00:00:00:00:01");

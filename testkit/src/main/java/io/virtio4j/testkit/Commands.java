@@ -1,6 +1,4 @@
-package io.virtio4j.os;
-
-import io.virtio4j.testkit.NoFdLeaks;
+package io.virtio4j.testkit;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -8,20 +6,23 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-/** Runs iproute2 and friends for tests that build network namespaces; unique, short interface names. */
-final class Commands {
+/**
+ * Runs iproute2 and friends for tests and experiments that build network namespaces; unique, short interface and
+ * namespace names. The one command runner of the test trees and the measuring tools.
+ */
+public final class Commands {
     private static final AtomicInteger NEXT = new AtomicInteger();
 
     private Commands() {
     }
 
     /** A name no other test run on this machine uses now: v4j, this JVM's pid, a letter and a counter; at most 15 bytes. */
-    static String uniqueName(char kind) {
+    public static String uniqueName(char kind) {
         return "v4j" + (ProcessHandle.current().pid() % 100_000) + kind + NEXT.incrementAndGet();
     }
 
     /** Runs {@code argv}, waits (bounded) and returns its standard output; fails with its output when it fails. */
-    static String run(String... argv) {
+    public static String run(String... argv) {
         try {
             Process p = new ProcessBuilder(argv).redirectErrorStream(true).start();
             // Every stream closed here, not later by the JDK's reaper thread: its pipes must be gone when the
@@ -47,7 +48,7 @@ final class Commands {
     }
 
     /** Like {@link #run} but never fails: for clean-up. */
-    static void quietly(String... argv) {
+    public static void quietly(String... argv) {
         try {
             run(argv);
         } catch (RuntimeException ignored) {

@@ -1,13 +1,11 @@
-package io.virtio4j.devices.net.lab;
+package io.virtio4j.testkit.net;
 
-import java.io.File;
+import io.virtio4j.testkit.Commands;
+
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A network namespace of our own holding a tap, so that real kernel traffic flows through the tap without
@@ -23,7 +21,6 @@ public final class TapNamespace implements AutoCloseable {
     public static final String TAP_IP = "169.254.77.1";
     public static final String GUEST_IP = "169.254.77.2";
     public static final String TAP_MAC = "02:76:34:6a:00:01";
-    private static final AtomicInteger NEXT = new AtomicInteger();
 
     private final String name;
     private final String tap;
@@ -34,16 +31,7 @@ public final class TapNamespace implements AutoCloseable {
     private TapNamespace(String name, String tap) {
         this.name = name;
         this.tap = tap;
-        this.hook = new Thread(() -> quietly("ip", "netns", "del", name), "netns-cleanup-" + name);
-    }
-
-    /** A short name unique on this machine now: {@code prefix}, this JVM's pid and a counter (at most 15 bytes). */
-    public static String uniqueName(String prefix) {
-        String n = prefix + (ProcessHandle.current().pid() % 1_000_000) + "n" + NEXT.incrementAndGet();
-        if (n.length() > 15) {
-            throw new IllegalArgumentException("name too long: " + n);
-        }
-        return n;
+        this.hook = new Thread(() -> Commands.quietly("ip", "netns", "del", name), "netns-cleanup-" + name);
     }
 
     /**
@@ -51,18 +39,18 @@ public final class TapNamespace implements AutoCloseable {
      * class comment says, with {@code guestMac} as the neighbour of {@link #GUEST_IP}.
      */
     public static TapNamespace create(String name, String tap, String guestMac) {
-        run("ip", "netns", "add", name);
+        Commands.run("ip", "netns", "add", name);
         TapNamespace ns = new TapNamespace(name, tap);
         Runtime.getRuntime().addShutdownHook(ns.hook);
         try {
-            run("ip", "link", "set", tap, "netns", name);
-            run("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1");
-            run("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1");
-            run("ip", "-n", name, "link", "set", tap, "address", TAP_MAC);
-            run("ip", "-n", name, "addr", "add", TAP_IP + "/24", "dev", tap);
-            run("ip", "-n", name, "link", "set", "lo", "up");
-            run("ip", "-n", name, "link", "set", tap, "up");
-            run("ip", "-n", name, "neigh", "replace", GUEST_IP, "lladdr", guestMac, "dev", tap, "nud", "permanent");
+            Commands.run("ip", "link", "set", tap, "netns", name);
+            Commands.run("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1");
+            Commands.run("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1");
+            Commands.run("ip", "-n", name, "link", "set", tap, "address", TAP_MAC);
+            Commands.run("ip", "-n", name, "addr", "add", TAP_IP + "/24", "dev", tap);
+            Commands.run("ip", "-n", name, "link", "set", "lo", "up");
+            Commands.run("ip", "-n", name, "link", "set", tap, "up");
+            Commands.run("ip", "-n", name, "neigh", "replace", GUEST_IP, "lladdr", guestMac, "dev", tap, "nud", "permanent");
             return ns;
         } catch (RuntimeException e) {
             ns.close();
@@ -80,7 +68,7 @@ public final class TapNamespace implements AutoCloseable {
 
     /** A counter of the tap in the namespace, e.g. {@code tx_dropped} (frames the tap's queue had no room for). */
     public long tapStatistic(String counter) {
-        return Long.parseLong(run("ip", "netns", "exec", name, "cat", "/sys/class/net/" + tap + "/statistics/" + counter).trim());
+        return Long.parseLong(Commands.run("ip", "netns", "exec", name, "cat", "/sys/class/net/" + tap + "/statistics/" + counter).trim());
     }
 
     /**
@@ -117,43 +105,11 @@ public final class TapNamespace implements AutoCloseable {
                 // closing a pipe of a killed process
             }
         }
-        quietly("ip", "netns", "del", name);
+        Commands.quietly("ip", "netns", "del", name);
         try {
             Runtime.getRuntime().removeShutdownHook(hook);
         } catch (IllegalStateException shuttingDown) {
             // the hook runs anyway
-        }
-    }
-
-    /** Runs {@code argv} (bounded wait) and returns its output; throws with the output when it fails. */
-    public static String run(String... argv) {
-        try {
-            Process p = new ProcessBuilder(argv).redirectErrorStream(true).redirectInput(new File("/dev/null")).start();
-            // Streams closed here rather than later by the JDK's reaper thread: callers count descriptors.
-            try (var in = p.getInputStream(); var out = p.getOutputStream(); var err = p.getErrorStream()) {
-                if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                    p.destroyForcibly();
-                    throw new IllegalStateException(String.join(" ", argv) + ": no exit within 30 s");
-                }
-                String output = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-                if (p.exitValue() != 0) {
-                    throw new IllegalStateException(String.join(" ", argv) + " exited " + p.exitValue() + ": " + output.trim());
-                }
-                return output;
-            }
-        } catch (IOException e) {
-            throw new IllegalStateException("cannot run " + String.join(" ", argv), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted running " + String.join(" ", argv), e);
-        }
-    }
-
-    private static void quietly(String... argv) {
-        try {
-            run(argv);
-        } catch (RuntimeException ignored) {
-            // already gone
         }
     }
 }

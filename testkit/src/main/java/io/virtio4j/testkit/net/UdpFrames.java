@@ -1,4 +1,4 @@
-package io.virtio4j.devices.net.lab;
+package io.virtio4j.testkit.net;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

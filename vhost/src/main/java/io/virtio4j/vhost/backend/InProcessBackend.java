@@ -1,18 +1,15 @@
-package io.virtio4j.devices.net.lab;
+package io.virtio4j.vhost.backend;
 
 import io.virtio4j.os.UnixSocket;
-import io.virtio4j.vhost.backend.BackendOptions;
-import io.virtio4j.vhost.backend.VhostUserConnection;
-import io.virtio4j.vhost.backend.VhostUserSession;
-import io.virtio4j.vhost.backend.VirtioDevice;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A device served over one end of a socket pair by a connection thread of this JVM; the other end is a
- * {@link VhostUserFrontend} for a {@link NetGuest}. No socket file, no listener: the connection ends when the
- * front-end closes, and then the session stops the device's queues (reset).
+ * {@link VhostUserFrontend} for a driver in the same JVM (a back-end embedded in its user's process, tests,
+ * experiments). No socket file, no listener: the connection ends when the front-end closes, and then the session
+ * stops the device's queues (reset).
  */
 public final class InProcessBackend {
     private static final long JOIN_MILLIS = 20_000;
