@@ -3,7 +3,7 @@ package io.virtio4j.bench;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 
 import java.util.LinkedHashMap;
 import java.util.Locale;

@@ -9,7 +9,7 @@ import io.virtio4j.bench.TwoProcessBenchmark;
 import io.virtio4j.bench.RunResult;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 

@@ -1,7 +1,7 @@
 package io.virtio4j.cli;
 
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import io.virtio4j.devices.net.NetDevice;
 import io.virtio4j.devices.net.NetMode;
 import io.virtio4j.devices.net.NetStats;

@@ -1,7 +1,7 @@
 package io.virtio4j.jcstress;
 
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 
 /**
  * The lost used-buffer notification (virtqueue.md 2.8 step 2, 2.10 steps 3-5, 2.11 second table): a Dekker

@@ -1,7 +1,7 @@
 package io.virtio4j.jcstress;
 
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 
 /**
  * The lost-kick race (virtqueue.md 2.11): a Dekker pair between the driver's kick decision and the device's

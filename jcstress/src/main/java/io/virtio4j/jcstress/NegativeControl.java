@@ -1,6 +1,6 @@
 package io.virtio4j.jcstress;
 
-import io.virtio4j.core.layout.Fences;
+import io.virtio4j.core.ordering.Fences;
 
 /**
  * Guard for the negative-control tests ({@code *NegativeControl}): they are meaningful only in a JVM where

@@ -8,13 +8,13 @@ import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.error.UsedLengthTooLargeException;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
-import io.virtio4j.core.layout.Fences;
+import io.virtio4j.core.ordering.Fences;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.layout.UsedRing;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import io.virtio4j.core.stats.QueueCounters;
 
 import java.lang.foreign.MemorySegment;

@@ -1,6 +1,6 @@
 package io.virtio4j.jcstress.harness;
 
-import io.virtio4j.core.layout.Fences;
+import io.virtio4j.core.ordering.Fences;
 import org.openjdk.jcstress.JCStress;
 import org.openjdk.jcstress.Options;
 import org.openjdk.jcstress.annotations.Expect;

@@ -1,4 +1,4 @@
-package io.virtio4j.core.layout;
+package io.virtio4j.core.ordering;
 
 import java.lang.invoke.VarHandle;
 

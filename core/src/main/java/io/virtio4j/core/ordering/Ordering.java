@@ -1,4 +1,4 @@
-package io.virtio4j.core.policy;
+package io.virtio4j.core.ordering;
 
 /**
  * Barrier strength of one queue, chosen at run time.
