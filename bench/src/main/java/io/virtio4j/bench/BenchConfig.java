@@ -19,7 +19,7 @@ import java.util.Map;
  * @param chain            elements per buffer (1: one readable element; n &gt; 1: n-1 readable + 1 writable)
  * @param indirect         chains of 2+ elements go through indirect tables
  * @param eventIdx         VIRTIO_F_EVENT_IDX on both sides
- * @param delayedInterrupt driver arms used-buffer notifications with enableCallbacksDelayed
+ * @param delayedInterrupt driver arms used-buffer notifications with enableCallbacksDelayedOrFindPending
  * @param barriers         WEAK or STRONG, both sides
  * @param availPublish     driver's avail.idx publication policy
  * @param cachedAvail      device caches the avail index read while re-enabling kicks

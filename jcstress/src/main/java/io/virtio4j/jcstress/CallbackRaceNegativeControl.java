@@ -18,7 +18,7 @@ public final class CallbackRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacks, EVENT_IDX, WEAK")
+    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, EVENT_IDX, WEAK")
     @Outcome(id = CallbackRace.LOST_CALL, expect = ACCEPTABLE_INTERESTING, desc = "lost notification: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -38,7 +38,7 @@ public final class CallbackRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacks, no EVENT_IDX (flags), WEAK")
+    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, no EVENT_IDX (flags), WEAK")
     @Outcome(id = CallbackRace.LOST_CALL, expect = ACCEPTABLE_INTERESTING, desc = "lost notification: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -58,7 +58,7 @@ public final class CallbackRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacks, EVENT_IDX, STRONG")
+    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, EVENT_IDX, STRONG")
     @Outcome(id = CallbackRace.LOST_CALL, expect = ACCEPTABLE_INTERESTING, desc = "lost notification: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -78,7 +78,7 @@ public final class CallbackRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacks, no EVENT_IDX (flags), STRONG")
+    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, no EVENT_IDX (flags), STRONG")
     @Outcome(id = CallbackRace.LOST_CALL, expect = ACCEPTABLE_INTERESTING, desc = "lost notification: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")

@@ -18,7 +18,7 @@ public final class KickRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicks, EVENT_IDX, WEAK")
+    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicksOrFindPending, EVENT_IDX, WEAK")
     @Outcome(id = KickRace.LOST_KICK, expect = ACCEPTABLE_INTERESTING, desc = "lost kick: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -38,7 +38,7 @@ public final class KickRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicks, no EVENT_IDX (flags), WEAK")
+    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicksOrFindPending, no EVENT_IDX (flags), WEAK")
     @Outcome(id = KickRace.LOST_KICK, expect = ACCEPTABLE_INTERESTING, desc = "lost kick: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -58,7 +58,7 @@ public final class KickRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicks, EVENT_IDX, STRONG")
+    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicksOrFindPending, EVENT_IDX, STRONG")
     @Outcome(id = KickRace.LOST_KICK, expect = ACCEPTABLE_INTERESTING, desc = "lost kick: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -78,7 +78,7 @@ public final class KickRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicks, no EVENT_IDX (flags), STRONG")
+    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicksOrFindPending, no EVENT_IDX (flags), STRONG")
     @Outcome(id = KickRace.LOST_KICK, expect = ACCEPTABLE_INTERESTING, desc = "lost kick: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")

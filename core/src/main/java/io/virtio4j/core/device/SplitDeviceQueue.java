@@ -397,11 +397,12 @@ public final class SplitDeviceQueue {
      * Asks the driver to kick for the next available buffer, then re-reads {@code avail.idx}.
      *
      * <p>With {@code cachedAvailOnEnable} the index read here becomes the cached avail index, so the
-     * next {@link #pop()} finds the new chains without reading {@code avail.idx} again.
+     * next {@link #pop()} finds the new chains without reading {@code avail.idx} again. Reads like the driver's
+     * {@link io.virtio4j.core.driver.SplitDriverQueue#enableCallbacksOrFindPending()}: true means work is pending.
      *
      * @return true when buffers are available (do not sleep: pop them); false when it is safe to sleep
      */
-    public boolean enableKicks() {
+    public boolean enableKicksOrFindPending() {
         checkNotBroken();
         counters.enableCalls++;
         kicksEnabled = true;

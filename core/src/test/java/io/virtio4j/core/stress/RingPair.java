@@ -232,7 +232,7 @@ final class RingPair {
                     Thread.onSpinWait();
                     continue;
                 }
-                boolean sleep = shape.delayed() ? driver.enableCallbacksDelayed() : driver.enableCallbacks();
+                boolean sleep = !(shape.delayed() ? driver.enableCallbacksDelayedOrFindPending() : driver.enableCallbacksOrFindPending());
                 if (sleep && !call.await(stallNanos) && !stop) {
                     // Timed out. Legitimate only if the device has nothing for us, or a notification for what it
                     // just returned is on its way; used buffers and no notification coming means one was lost.
@@ -298,8 +298,8 @@ final class RingPair {
                     Thread.onSpinWait();
                     continue;
                 }
-                if (!device.enableKicks()) {
-                    if (!kick.await(stallNanos) && !stop && device.enableKicks() && !kick.await(stallNanos / 4)) {
+                if (!device.enableKicksOrFindPending()) {
+                    if (!kick.await(stallNanos) && !stop && device.enableKicksOrFindPending() && !kick.await(stallNanos / 4)) {
                         fail("lost kick: buffers available after " + TimeUnit.NANOSECONDS.toMillis(stallNanos) + " ms asleep");
                         return;
                     }

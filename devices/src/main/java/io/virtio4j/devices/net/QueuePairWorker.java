@@ -175,7 +175,7 @@ final class QueuePairWorker implements Runnable, PairWorker {
                 continue;
             }
             if (!kicksArmed) {
-                if (q.enableKicks()) {
+                if (q.enableKicksOrFindPending()) {
                     continue; // frames arrived while we armed: serve them
                 }
                 kicksArmed = true;

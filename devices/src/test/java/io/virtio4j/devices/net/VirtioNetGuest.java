@@ -208,7 +208,7 @@ final class VirtioNetGuest implements AutoCloseable {
                                 + queue.inFlight() + " buffers in flight");
                     }
                     Thread.yield();
-                } else if (queue.enableCallbacks()) {
+                } else if (!queue.enableCallbacksOrFindPending()) {
                     long left = deadline - System.nanoTime();
                     boolean signalled;
                     try {

@@ -283,7 +283,7 @@ public final class NetGuest implements AutoCloseable {
      */
     public boolean awaitRx(int pair, long timeoutNanos) throws InterruptedException {
         Ring r = rx(pair);
-        if (!r.queue.enableCallbacks()) {
+        if (r.queue.enableCallbacksOrFindPending()) {
             r.queue.disableCallbacks();
             return true;
         }
@@ -341,7 +341,7 @@ public final class NetGuest implements AutoCloseable {
     /** Waits for a used-buffer notification on the transmit ring, like {@link #awaitRx}. */
     public boolean awaitTx(int pair, long timeoutNanos) throws InterruptedException {
         Ring t = tx(pair);
-        if (!t.queue.enableCallbacks()) {
+        if (t.queue.enableCallbacksOrFindPending()) {
             t.queue.disableCallbacks();
             return true;
         }
