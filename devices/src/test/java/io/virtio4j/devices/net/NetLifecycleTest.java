@@ -16,6 +16,7 @@ import static io.virtio4j.devices.net.NetTrafficTest.frames;
 import static io.virtio4j.devices.net.NetTrafficTest.stopAndStats;
 import static io.virtio4j.devices.net.NetTrafficTest.withBackend;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
