@@ -12,7 +12,7 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 /** {@link KickRace} with the store-&gt;load fence removed: must show the lost kick (run only with
- * {@code -Dvirtio4j.negativeControl.omitStoreLoadFence=true}; see {@link NegativeControl}). */
+ * the fence-omitting {@code Fences} of this module's build; see {@link NegativeControl}). */
 public final class KickRaceNegativeControl {
     private KickRaceNegativeControl() {
     }
