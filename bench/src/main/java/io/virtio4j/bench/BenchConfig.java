@@ -37,25 +37,28 @@ public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int c
 
     public BenchConfig {
         if (bufs < 1) {
-            throw new IllegalArgumentException("--bufs must be >= 1, got " + bufs);
+            throw new InvalidBenchOptionException("%s must be >= 1, got " + bufs, "bufs");
         }
         if (!SplitLayout.isValidQueueSize(ringSize)) {
-            throw new IllegalArgumentException("--ring-size must be a power of two in [1, 32768], got " + ringSize);
+            throw new InvalidBenchOptionException("%s must be a power of two in [1, " + SplitLayout.MAX_QUEUE_SIZE + "], got "
+                    + ringSize, "ringSize");
         }
         if (batch < 1) {
-            throw new IllegalArgumentException("--batch must be >= 1, got " + batch);
+            throw new InvalidBenchOptionException("%s must be >= 1, got " + batch, "batch");
         }
         if (bufSize < 1) {
-            throw new IllegalArgumentException("--buf-size must be >= 1, got " + bufSize);
+            throw new InvalidBenchOptionException("%s must be >= 1, got " + bufSize, "bufSize");
         }
         if (chain < 1 || chain > ringSize && !indirect) {
-            throw new IllegalArgumentException("--chain must be in [1, ring size], got " + chain);
+            throw new InvalidBenchOptionException("%s must be in [1, %s], got " + chain + " with a ring of " + ringSize,
+                    "chain", "ringSize");
         }
         if (indirect && (chain < 2 || chain > ringSize)) {
-            throw new IllegalArgumentException("--indirect needs --chain in [2, ring size], got " + chain);
+            throw new InvalidBenchOptionException("%s needs %s in [2, %s], got " + chain + " with a ring of " + ringSize,
+                    "indirect", "chain", "ringSize");
         }
         if (verify && bufSize < 8) {
-            throw new IllegalArgumentException("--verify needs --buf-size >= 8, got " + bufSize);
+            throw new InvalidBenchOptionException("%s needs %s >= 8, got " + bufSize, "verify", "bufSize");
         }
     }
 
