@@ -2,12 +2,15 @@ package io.virtio4j.cli;
 
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
-import picocli.CommandLine.Model.OptionSpec;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 
-import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -30,8 +33,7 @@ class OptionErrorsAndHelpTest {
     void aBenchOptionOutOfRangeIsReportedByItsFlag() {
         String[] r = execute("bench", "--buf-size", "0");
         assertEquals("2", r[0]);
-        assertTrue(r[1].startsWith("--buf-size must be >= 1, got 0"), r[1]);
-        assertFalse(r[1].contains("bufSize"), r[1]);
+        assertEquals("--buf-size must be >= 1, got 0", r[1].lines().findFirst().orElseThrow(), r[1]);
     }
 
     @Test
@@ -56,19 +58,19 @@ class OptionErrorsAndHelpTest {
     }
 
     @Test
-    void everyOptionDescriptionFormatsWithoutAPicocliWarning() {
-        // picocli formats each description line with String.format and warns (then prints it raw) when that
-        // fails, e.g. on a lone '%'
-        assertDescriptionsFormat(new CommandLine(new Main()));
-    }
-
-    private static void assertDescriptionsFormat(CommandLine command) {
-        for (OptionSpec o : command.getCommandSpec().options()) {
-            for (String line : o.description()) {
-                assertDoesNotThrow(() -> String.format(line), command.getCommandName() + " " + o.longestName() + ": " + line);
-            }
+    void helpPrintsNoPicocliWarning() throws Exception {
+        // picocli formats each description line with String.format and, when that fails (e.g. on a lone '%'),
+        // prints the line raw and a warning to the stderr it captured when it was loaded: so a fresh JVM
+        for (String[] command : new String[][] {{"bench", "--help"}, {"experiments", "--help"}, {"serve", "net", "--help"}}) {
+            List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+            cmd.addAll(List.of(command));
+            Process p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue(), err);
+            assertEquals("", err, String.join(" ", command));
         }
-        command.getSubcommands().values().forEach(OptionErrorsAndHelpTest::assertDescriptionsFormat);
     }
 
     @Test
