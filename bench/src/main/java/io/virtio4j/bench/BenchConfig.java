@@ -40,8 +40,8 @@ public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int c
             throw new InvalidBenchOptionException("%s must be >= 1, got " + bufs, "bufs");
         }
         if (!SplitLayout.isValidQueueSize(ringSize)) {
-            throw new InvalidBenchOptionException("%s must be a power of two in [1, " + SplitLayout.MAX_QUEUE_SIZE + "], got "
-                    + ringSize, "ringSize");
+            throw new InvalidBenchOptionException("%s must be a power of two in [1, " + SplitLayout.MAX_QUEUE_SIZE
+                    + "], got " + ringSize, "ringSize");
         }
         if (batch < 1) {
             throw new InvalidBenchOptionException("%s must be >= 1, got " + batch, "batch");
@@ -54,8 +54,8 @@ public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int c
                     "chain", "ringSize");
         }
         if (indirect && (chain < 2 || chain > ringSize)) {
-            throw new InvalidBenchOptionException("%s needs %s in [2, %s], got " + chain + " with a ring of " + ringSize,
-                    "indirect", "chain", "ringSize");
+            throw new InvalidBenchOptionException("%s needs %s in [2, %s], got " + chain + " with a ring of "
+                    + ringSize, "indirect", "chain", "ringSize");
         }
         if (verify && bufSize < 8) {
             throw new InvalidBenchOptionException("%s needs %s >= 8, got " + bufSize, "verify", "bufSize");

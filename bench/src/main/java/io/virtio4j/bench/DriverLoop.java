@@ -109,7 +109,8 @@ final class DriverLoop {
                 if (idle.spin()) {
                     continue;
                 }
-                boolean workPending = cfg.delayedInterrupt() ? driver.enableCallbacksDelayedOrFindPending() : driver.enableCallbacksOrFindPending();
+                boolean workPending = cfg.delayedInterrupt() ? driver.enableCallbacksDelayedOrFindPending()
+                        : driver.enableCallbacksOrFindPending();
                 if (!workPending) {
                     woke = call.await(WAIT_SLICE_NANOS);
                 }
