@@ -3,7 +3,7 @@ package io.virtio4j.bench;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -19,7 +19,7 @@ import java.util.Map;
  * @param chain            elements per buffer (1: one readable element; n &gt; 1: n-1 readable + 1 writable)
  * @param indirect         chains of 2+ elements go through indirect tables
  * @param eventIdx         VIRTIO_F_EVENT_IDX on both sides
- * @param delayedInterrupt driver arms used-buffer notifications with enableCallbacksDelayed
+ * @param delayedInterrupt driver arms used-buffer notifications with enableCallbacksDelayedOrFindPending
  * @param barriers         WEAK or STRONG, both sides
  * @param availPublish     driver's avail.idx publication policy
  * @param cachedAvail      device caches the avail index read while re-enabling kicks
@@ -37,25 +37,28 @@ public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int c
 
     public BenchConfig {
         if (bufs < 1) {
-            throw new IllegalArgumentException("--bufs must be >= 1, got " + bufs);
+            throw new InvalidBenchOptionException("%s must be >= 1, got " + bufs, "bufs");
         }
         if (!SplitLayout.isValidQueueSize(ringSize)) {
-            throw new IllegalArgumentException("--ring-size must be a power of two in [1, 32768], got " + ringSize);
+            throw new InvalidBenchOptionException("%s must be a power of two in [1, " + SplitLayout.MAX_QUEUE_SIZE
+                    + "], got " + ringSize, "ringSize");
         }
         if (batch < 1) {
-            throw new IllegalArgumentException("--batch must be >= 1, got " + batch);
+            throw new InvalidBenchOptionException("%s must be >= 1, got " + batch, "batch");
         }
         if (bufSize < 1) {
-            throw new IllegalArgumentException("--buf-size must be >= 1, got " + bufSize);
+            throw new InvalidBenchOptionException("%s must be >= 1, got " + bufSize, "bufSize");
         }
         if (chain < 1 || chain > ringSize && !indirect) {
-            throw new IllegalArgumentException("--chain must be in [1, ring size], got " + chain);
+            throw new InvalidBenchOptionException("%s must be in [1, %s], got " + chain + " with a ring of " + ringSize,
+                    "chain", "ringSize");
         }
         if (indirect && (chain < 2 || chain > ringSize)) {
-            throw new IllegalArgumentException("--indirect needs --chain in [2, ring size], got " + chain);
+            throw new InvalidBenchOptionException("%s needs %s in [2, %s], got " + chain + " with a ring of "
+                    + ringSize, "indirect", "chain", "ringSize");
         }
         if (verify && bufSize < 8) {
-            throw new IllegalArgumentException("--verify needs --buf-size >= 8, got " + bufSize);
+            throw new InvalidBenchOptionException("%s needs %s >= 8, got " + bufSize, "verify", "bufSize");
         }
     }
 

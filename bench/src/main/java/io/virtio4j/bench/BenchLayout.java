@@ -4,8 +4,8 @@ import io.virtio4j.core.device.DeviceOptions;
 import io.virtio4j.core.device.SplitDeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.SplitDriverQueue;
-import io.virtio4j.core.layout.SplitRingAreas;
-import io.virtio4j.core.memory.GuestMemory;
+import io.virtio4j.core.layout.SplitLayout;
+import io.virtio4j.core.layout.SplitRingSegment;
 import io.virtio4j.core.notify.Notifier;
 
 import java.lang.foreign.MemorySegment;
@@ -21,10 +21,12 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
                           long totalBytes) {
 
     private static final VarHandle STOP = ValueLayout.JAVA_INT.varHandle();
+    /** Ring, indirect tables, pool and control word each start on a page of their own. */
+    private static final long PAGE = 4096;
 
     public static BenchLayout of(BenchConfig cfg) {
         int q = cfg.ringSize();
-        long ring = align(SplitRingAreas.contiguousBytes(q));
+        long ring = SplitRingSegment.dataOffset(q, PAGE);
         long indirect = cfg.indirect() ? align(DriverOptions.indirectTablesBytes(q, cfg.chain())) : 0;
         long pool = align((long) q * cfg.chain() * cfg.bufSize());
         long control = ring + indirect + pool;
@@ -32,7 +34,7 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
     }
 
     private static long align(long v) {
-        return (v + 4095) & ~4095L;
+        return SplitLayout.roundUp(v, PAGE);
     }
 
     /** Guest address of element {@code e} of pool slot {@code slot}. */
@@ -40,8 +42,8 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
         return poolBase + ((long) slot * cfg.chain() + e) * cfg.bufSize();
     }
 
-    private SplitRingAreas areas(MemorySegment mem) {
-        return SplitRingAreas.carve(mem.asSlice(0, ringBytes), cfg.ringSize());
+    private SplitRingSegment ring(MemorySegment mem) {
+        return SplitRingSegment.carve(mem, cfg.ringSize(), PAGE);
     }
 
     /** The driver side over {@code mem}; zeroes the ring headers. */
@@ -53,7 +55,7 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
         if (cfg.indirect()) {
             o = o.withIndirect(mem.asSlice(ringBytes, indirectBytes), ringBytes, cfg.chain(), 2);
         }
-        return new SplitDriverQueue(areas(mem), o, kick);
+        return new SplitDriverQueue(ring(mem).areas(), o, kick);
     }
 
     /** The device side over {@code mem}. */
@@ -63,7 +65,8 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
                 .withEventIdx(cfg.eventIdx())
                 .withIndirectDesc(cfg.indirect())
                 .withCachedAvailOnEnable(cfg.cachedAvail());
-        return new SplitDeviceQueue(areas(mem), GuestMemory.of(mem, 0), o, call);
+        SplitRingSegment ring = ring(mem);
+        return new SplitDeviceQueue(ring.areas(), ring.guestMemory(), o, call);
     }
 
     /** Driver: release store, so everything the driver did before is visible to a device that sees it. */

@@ -51,7 +51,7 @@ final class DeviceLoop {
         boolean woke = false;
         while (true) {
             if (toggle) {
-                device.enableKicks();
+                device.enableKicksOrFindPending();
                 device.disableKicks();
             }
             DescriptorChain c = device.pop();
@@ -85,7 +85,7 @@ final class DeviceLoop {
             if (idle.spin()) {
                 continue;
             }
-            if (!device.enableKicks()) {
+            if (!device.enableKicksOrFindPending()) {
                 woke = kick.await(DriverLoop.WAIT_SLICE_NANOS) && !layout.stopRequested(mem);
             }
             device.disableKicks();

@@ -3,7 +3,7 @@ package io.virtio4j.bench;
 import io.virtio4j.core.device.SplitDeviceQueue;
 import io.virtio4j.core.stats.QueueCounters;
 import io.virtio4j.os.EventFd;
-import io.virtio4j.os.EventFdNotifier;
+import io.virtio4j.vhost.notify.EventFdNotifier;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.Mmap;
 import io.virtio4j.os.UnixServerSocket;

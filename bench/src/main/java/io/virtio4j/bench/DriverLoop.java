@@ -109,8 +109,9 @@ final class DriverLoop {
                 if (idle.spin()) {
                     continue;
                 }
-                boolean safeToSleep = cfg.delayedInterrupt() ? driver.enableCallbacksDelayed() : driver.enableCallbacks();
-                if (safeToSleep) {
+                boolean workPending = cfg.delayedInterrupt() ? driver.enableCallbacksDelayedOrFindPending()
+                        : driver.enableCallbacksOrFindPending();
+                if (!workPending) {
                     woke = call.await(WAIT_SLICE_NANOS);
                 }
                 driver.disableCallbacks();

@@ -49,7 +49,8 @@ public final class ExperimentRunner {
             for (Experiment e : Experiment.all(bufs)) {
                 ids.add(e.id());
             }
-            throw new IllegalArgumentException("--only " + only + " matches no experiment; known: " + ids);
+            throw new InvalidBenchOptionException("%s " + InvalidBenchOptionException.literal(only)
+                    + " matches no experiment; known: " + InvalidBenchOptionException.literal(ids), "only");
         }
         return out;
     }

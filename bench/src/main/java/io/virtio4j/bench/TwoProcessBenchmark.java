@@ -1,7 +1,7 @@
 package io.virtio4j.bench;
 
 import io.virtio4j.core.driver.SplitDriverQueue;
-import io.virtio4j.os.EventFdNotifier;
+import io.virtio4j.vhost.notify.EventFdNotifier;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
 import io.virtio4j.os.Memfd;

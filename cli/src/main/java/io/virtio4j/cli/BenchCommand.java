@@ -5,13 +5,16 @@ import io.virtio4j.bench.BenchReport;
 import io.virtio4j.bench.Interleaved;
 import io.virtio4j.bench.Json;
 import io.virtio4j.bench.BenchRunner;
+import io.virtio4j.bench.InvalidBenchOptionException;
 import io.virtio4j.bench.TwoProcessBenchmark;
 import io.virtio4j.bench.RunResult;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -50,7 +53,7 @@ public final class BenchCommand implements Callable<Integer> {
     Ordering barriers = D.barriers();
     @Option(names = "--avail-publish", description = "eager | lazy | adaptive (default ${DEFAULT-VALUE})", converter = Converters.PublicationConverter.class)
     AvailPublication availPublish = D.availPublish();
-    @Option(names = "--cached-avail", description = "on | off: device caches avail.idx read while re-enabling kicks (default ${DEFAULT-VALUE})", converter = Converters.OnOffConverter.class)
+    @Option(names = "--cached-avail", arity = "1", paramLabel = "on|off", description = "on | off: device caches avail.idx read while re-enabling kicks (default ${DEFAULT-VALUE})", converter = Converters.OnOffConverter.class)
     boolean cachedAvail = D.cachedAvail();
     @Option(names = "--mode", description = "poll | notify | hybrid (default ${DEFAULT-VALUE})", converter = Converters.ModeConverter.class)
     NotificationMode mode = D.mode();
@@ -74,13 +77,22 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--json", description = "also write the results as JSON to FILE")
     Path json;
     @Option(names = "--compare", paramLabel = "KEY=A,B",
-            description = "run option KEY at value A and at value B interleaved (A B A B ...) and print B/A with a 95% "
+            description = "run option KEY at value A and at value B interleaved (A B A B ...) and print B/A with a 95%% "
                     + "confidence interval, e.g. --compare barriers=weak,strong or --compare cached-avail=off,on")
     String compare;
 
+    @Spec
+    CommandSpec spec;
+
+    /** The configuration the flags give; a value out of range is reported by its flag. */
     BenchConfig config() {
-        return new BenchConfig(bufs, ringSize, batch, bufSize, chain, indirect, !noEventIdx, delayedInterrupt,
-                barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify, driverCpu, deviceCpu);
+        try {
+            return new BenchConfig(bufs, ringSize, batch, bufSize, chain, indirect, !noEventIdx, delayedInterrupt,
+                    barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify, driverCpu,
+                    deviceCpu);
+        } catch (InvalidBenchOptionException e) {
+            throw OptionFlags.rejected(spec, e);
+        }
     }
 
     @Override
@@ -136,8 +148,14 @@ public final class BenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--compare takes KEY=A,B, got '" + compare + "'");
         }
         String key = compare.substring(0, eq).trim();
-        BenchConfig a = cfg.with(key, values[0]);
-        BenchConfig b = cfg.with(key, values[1]);
+        BenchConfig a;
+        BenchConfig b;
+        try {
+            a = cfg.with(key, values[0]);
+            b = cfg.with(key, values[1]);
+        } catch (InvalidBenchOptionException e) {
+            throw OptionFlags.rejected(spec, e);
+        }
         System.out.println("virtio4j bench --compare " + compare + ": " + cfg.describe() + where);
         Interleaved.Pairs pairs = Interleaved.run(runner, a, b, warmup, runs, progress::show);
         progress.clear();

@@ -2,8 +2,11 @@ package io.virtio4j.cli;
 
 import io.virtio4j.bench.ExperimentResult;
 import io.virtio4j.bench.ExperimentRunner;
+import io.virtio4j.bench.InvalidBenchOptionException;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -36,6 +39,9 @@ public final class ExperimentsCommand implements Callable<Integer> {
             + "(default 0.8 with --quick, else 3); needs root (tap, network namespace)")
     Double netSeconds;
 
+    @Spec
+    CommandSpec spec;
+
     @Override
     public Integer call() throws InterruptedException, IOException {
         int pairs = runs != null ? runs : quick ? 5 : 15;
@@ -46,6 +52,11 @@ public final class ExperimentsCommand implements Callable<Integer> {
         Set<String> selection = only == null ? Set.of() : new LinkedHashSet<>(only);
         double netWindow = netSeconds != null ? netSeconds : quick ? 0.8 : 3.0;
         ExperimentRunner runner = new ExperimentRunner(n, pairs, warmup, selection, netWindow);
+        try {
+            runner.selected();
+        } catch (InvalidBenchOptionException e) {
+            throw OptionFlags.rejected(spec, e);
+        }
         Progress progress = new Progress(System.err);
         long t0 = System.nanoTime();
         List<ExperimentResult> results = runner.run(progress::show);

@@ -1,7 +1,7 @@
 package io.virtio4j.cli;
 
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import io.virtio4j.devices.net.InvalidNetOptionException;
 import io.virtio4j.devices.net.NetDevice;
 import io.virtio4j.devices.net.NetMode;
@@ -66,7 +66,7 @@ public final class ServeCommand {
         long hybridSpinNanos = 50_000;
         @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
         Ordering barriers = Ordering.WEAK;
-        @Option(names = "--cached-avail", arity = "1", description = "on | off (default ${DEFAULT-VALUE})", converter = Converters.OnOffConverter.class)
+        @Option(names = "--cached-avail", arity = "1", paramLabel = "on|off", description = "on | off (default ${DEFAULT-VALUE})", converter = Converters.OnOffConverter.class)
         boolean cachedAvail = true;
         @Option(names = "--weight", description = "frames per handler round before looking elsewhere (tap: per direction, "
                 + "and at most 512 KiB) (default ${DEFAULT-VALUE})")

@@ -10,6 +10,7 @@ import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.layout.SplitRingSegment;
 import io.virtio4j.core.layout.UsedRing;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
@@ -105,15 +106,17 @@ public final class RingTestSupport {
 
         private Pair(int queueSize, int indirectMax, int indirectThreshold, DriverOptions driverOptions,
                      DeviceOptions deviceOptions) {
-            long ringBytes = SplitLayout.roundUp(SplitRingAreas.contiguousBytes(queueSize), 4096);
             long tableBytes = indirectMax == 0 ? 0
                     : SplitLayout.roundUp(DriverOptions.indirectTablesBytes(queueSize, indirectMax), 4096);
             dataSlots = Math.max(64, 4 * queueSize);
-            dataBase = ringBytes + tableBytes;
             arena = Arena.ofConfined();
-            memory = allocate(arena, dataBase + (long) dataSlots * SLOT_BYTES);
-            guest = GuestMemory.of(memory, 0);
-            areas = SplitRingAreas.carve(memory, queueSize);
+            SplitRingSegment ring = SplitRingSegment.allocate(arena, queueSize, 4096,
+                    tableBytes + (long) dataSlots * SLOT_BYTES);
+            long ringBytes = ring.dataOffset();
+            dataBase = ringBytes + tableBytes;
+            memory = ring.segment();
+            guest = ring.guestMemory();
+            areas = ring.areas();
             avail = new AvailRing(areas.availRing(), queueSize);
             used = new UsedRing(areas.usedRing(), queueSize);
             DriverOptions opts = driverOptions;

@@ -3,7 +3,7 @@ package io.virtio4j.jcstress;
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.infra.results.IIIII_Result;
 
 import java.lang.foreign.ValueLayout;

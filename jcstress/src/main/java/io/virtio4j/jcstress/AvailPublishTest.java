@@ -1,7 +1,7 @@
 package io.virtio4j.jcstress;
 
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Description;
 import org.openjdk.jcstress.annotations.JCStressTest;

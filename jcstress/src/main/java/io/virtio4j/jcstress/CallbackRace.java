@@ -1,7 +1,7 @@
 package io.virtio4j.jcstress;
 
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 
 /**
  * The lost used-buffer notification (virtqueue.md 2.8 step 2, 2.10 steps 3-5, 2.11 second table): a Dekker
@@ -20,8 +20,8 @@ import io.virtio4j.core.policy.Ordering;
  * <ul>
  *   <li>Device: push Y, {@code publishUsed()} ({@code used.idx} = 2), {@code needNotify()} (full fence; read
  *       used_event or avail.flags). Records 1 when it would notify.</li>
- *   <li>Driver: {@code enableCallbacks()} (write used_event = 1 or clear NO_INTERRUPT; full fence; re-read
- *       used.idx). Records 1 when it returns true: nothing pending, safe to sleep.</li>
+ *   <li>Driver: {@code enableCallbacksOrFindPending()} (write used_event = 1 or clear NO_INTERRUPT; full fence;
+ *       re-read used.idx). Records 1 when it returns false: nothing pending, safe to sleep.</li>
  * </ul>
  * Outcome {@code (notify, sleeps)}. (0, 1) is the lost notification: the device does not notify and the driver
  * sleeps with Y used. Each of (1, 1), (1, 0), (0, 0) is correct.
@@ -67,6 +67,6 @@ public final class CallbackRace {
 
     /** Driver thread: re-enable callbacks before sleeping. Returns 1 when it would sleep (saw nothing used). */
     public int driver() {
-        return ring.driver.enableCallbacks() ? 1 : 0;
+        return ring.driver.enableCallbacksOrFindPending() ? 0 : 1;
     }
 }

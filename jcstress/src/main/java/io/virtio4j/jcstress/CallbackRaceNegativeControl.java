@@ -1,6 +1,6 @@
 package io.virtio4j.jcstress;
 
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Description;
 import org.openjdk.jcstress.annotations.JCStressTest;
@@ -12,13 +12,13 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 /** {@link CallbackRace} with the store-&gt;load fence removed: must show the lost notification (run only with
- * {@code -Dvirtio4j.negativeControl.omitStoreLoadFence=true}; see {@link NegativeControl}). */
+ * the fence-omitting {@code Fences} of this module's build; see {@link NegativeControl}). */
 public final class CallbackRaceNegativeControl {
     private CallbackRaceNegativeControl() {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacks, EVENT_IDX, WEAK")
+    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, EVENT_IDX, WEAK")
     @Outcome(id = CallbackRace.LOST_CALL, expect = ACCEPTABLE_INTERESTING, desc = "lost notification: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -38,7 +38,7 @@ public final class CallbackRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacks, no EVENT_IDX (flags), WEAK")
+    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, no EVENT_IDX (flags), WEAK")
     @Outcome(id = CallbackRace.LOST_CALL, expect = ACCEPTABLE_INTERESTING, desc = "lost notification: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -58,7 +58,7 @@ public final class CallbackRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacks, EVENT_IDX, STRONG")
+    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, EVENT_IDX, STRONG")
     @Outcome(id = CallbackRace.LOST_CALL, expect = ACCEPTABLE_INTERESTING, desc = "lost notification: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -78,7 +78,7 @@ public final class CallbackRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacks, no EVENT_IDX (flags), STRONG")
+    @Description("NEGATIVE CONTROL (store->load fence removed): device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, no EVENT_IDX (flags), STRONG")
     @Outcome(id = CallbackRace.LOST_CALL, expect = ACCEPTABLE_INTERESTING, desc = "lost notification: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")

@@ -1,6 +1,6 @@
 package io.virtio4j.jcstress;
 
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Description;
 import org.openjdk.jcstress.annotations.JCStressTest;
@@ -16,7 +16,7 @@ public final class CallbackRaceTest {
     }
 
     @JCStressTest
-    @Description("Device pushUsed + publishUsed + needNotify vs driver enableCallbacks, EVENT_IDX, WEAK ordering")
+    @Description("Device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, EVENT_IDX, WEAK ordering")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(id = CallbackRace.LOST_CALL, expect = FORBIDDEN, desc = "lost notification: no notification and the driver sleeps with a used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -36,7 +36,7 @@ public final class CallbackRaceTest {
     }
 
     @JCStressTest
-    @Description("Device pushUsed + publishUsed + needNotify vs driver enableCallbacks, no EVENT_IDX (flags), WEAK ordering")
+    @Description("Device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, no EVENT_IDX (flags), WEAK ordering")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(id = CallbackRace.LOST_CALL, expect = FORBIDDEN, desc = "lost notification: no notification and the driver sleeps with a used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -56,7 +56,7 @@ public final class CallbackRaceTest {
     }
 
     @JCStressTest
-    @Description("Device pushUsed + publishUsed + needNotify vs driver enableCallbacks, EVENT_IDX, STRONG ordering")
+    @Description("Device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, EVENT_IDX, STRONG ordering")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(id = CallbackRace.LOST_CALL, expect = FORBIDDEN, desc = "lost notification: no notification and the driver sleeps with a used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -76,7 +76,7 @@ public final class CallbackRaceTest {
     }
 
     @JCStressTest
-    @Description("Device pushUsed + publishUsed + needNotify vs driver enableCallbacks, no EVENT_IDX (flags), STRONG ordering")
+    @Description("Device pushUsed + publishUsed + needNotify vs driver enableCallbacksOrFindPending, no EVENT_IDX (flags), STRONG ordering")
     @Outcome(id = {"1, 1", "1, 0", "0, 0"}, expect = ACCEPTABLE, desc = "notification sent, or driver sees the used buffer")
     @Outcome(id = CallbackRace.LOST_CALL, expect = FORBIDDEN, desc = "lost notification: no notification and the driver sleeps with a used buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")

@@ -1,7 +1,7 @@
 package io.virtio4j.jcstress;
 
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 
 /**
  * The lost-kick race (virtqueue.md 2.11): a Dekker pair between the driver's kick decision and the device's
@@ -16,7 +16,7 @@ import io.virtio4j.core.policy.Ordering;
  * <ul>
  *   <li>Driver: add buffer Y, {@code kickPrepare()} (publish avail.idx = 2; full fence; read avail_event or
  *       used.flags). Records 1 when it would kick.</li>
- *   <li>Device: {@code enableKicks()} (write avail_event = 1 or clear NO_NOTIFY; full fence; re-read
+ *   <li>Device: {@code enableKicksOrFindPending()} (write avail_event = 1 or clear NO_NOTIFY; full fence; re-read
  *       avail.idx). Records 1 when it sees the buffer (will pop instead of sleeping).</li>
  * </ul>
  * Outcome {@code (kick, sees)}. (0, 0) is the lost kick: the driver skips the kick and the device goes to
@@ -55,6 +55,6 @@ public final class KickRace {
 
     /** Device thread: re-enable kicks before sleeping. Returns 1 when it sees Y (must not sleep). */
     public int device() {
-        return ring.device.enableKicks() ? 1 : 0;
+        return ring.device.enableKicksOrFindPending() ? 1 : 0;
     }
 }

@@ -1,6 +1,6 @@
 package io.virtio4j.jcstress;
 
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Description;
 import org.openjdk.jcstress.annotations.JCStressTest;
@@ -12,13 +12,13 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 /** {@link KickRace} with the store-&gt;load fence removed: must show the lost kick (run only with
- * {@code -Dvirtio4j.negativeControl.omitStoreLoadFence=true}; see {@link NegativeControl}). */
+ * the fence-omitting {@code Fences} of this module's build; see {@link NegativeControl}). */
 public final class KickRaceNegativeControl {
     private KickRaceNegativeControl() {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicks, EVENT_IDX, WEAK")
+    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicksOrFindPending, EVENT_IDX, WEAK")
     @Outcome(id = KickRace.LOST_KICK, expect = ACCEPTABLE_INTERESTING, desc = "lost kick: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -38,7 +38,7 @@ public final class KickRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicks, no EVENT_IDX (flags), WEAK")
+    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicksOrFindPending, no EVENT_IDX (flags), WEAK")
     @Outcome(id = KickRace.LOST_KICK, expect = ACCEPTABLE_INTERESTING, desc = "lost kick: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -58,7 +58,7 @@ public final class KickRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicks, EVENT_IDX, STRONG")
+    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicksOrFindPending, EVENT_IDX, STRONG")
     @Outcome(id = KickRace.LOST_KICK, expect = ACCEPTABLE_INTERESTING, desc = "lost kick: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -78,7 +78,7 @@ public final class KickRaceNegativeControl {
     }
 
     @JCStressTest
-    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicks, no EVENT_IDX (flags), STRONG")
+    @Description("NEGATIVE CONTROL (store->load fence removed): driver add + kickPrepare vs device enableKicksOrFindPending, no EVENT_IDX (flags), STRONG")
     @Outcome(id = KickRace.LOST_KICK, expect = ACCEPTABLE_INTERESTING, desc = "lost kick: expected here, the store->load fence is removed")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")

@@ -1,6 +1,6 @@
 package io.virtio4j.jcstress;
 
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Description;
 import org.openjdk.jcstress.annotations.JCStressTest;
@@ -16,7 +16,7 @@ public final class KickRaceTest {
     }
 
     @JCStressTest
-    @Description("Driver add + kickPrepare vs device enableKicks, EVENT_IDX, WEAK ordering")
+    @Description("Driver add + kickPrepare vs device enableKicksOrFindPending, EVENT_IDX, WEAK ordering")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(id = KickRace.LOST_KICK, expect = FORBIDDEN, desc = "lost kick: no kick and the device sleeps with a buffer available")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -36,7 +36,7 @@ public final class KickRaceTest {
     }
 
     @JCStressTest
-    @Description("Driver add + kickPrepare vs device enableKicks, no EVENT_IDX (flags), WEAK ordering")
+    @Description("Driver add + kickPrepare vs device enableKicksOrFindPending, no EVENT_IDX (flags), WEAK ordering")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(id = KickRace.LOST_KICK, expect = FORBIDDEN, desc = "lost kick: no kick and the device sleeps with a buffer available")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -56,7 +56,7 @@ public final class KickRaceTest {
     }
 
     @JCStressTest
-    @Description("Driver add + kickPrepare vs device enableKicks, EVENT_IDX, STRONG ordering")
+    @Description("Driver add + kickPrepare vs device enableKicksOrFindPending, EVENT_IDX, STRONG ordering")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(id = KickRace.LOST_KICK, expect = FORBIDDEN, desc = "lost kick: no kick and the device sleeps with a buffer available")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
@@ -76,7 +76,7 @@ public final class KickRaceTest {
     }
 
     @JCStressTest
-    @Description("Driver add + kickPrepare vs device enableKicks, no EVENT_IDX (flags), STRONG ordering")
+    @Description("Driver add + kickPrepare vs device enableKicksOrFindPending, no EVENT_IDX (flags), STRONG ordering")
     @Outcome(id = {"1, 0", "0, 1", "1, 1"}, expect = ACCEPTABLE, desc = "kick sent, or device sees the buffer")
     @Outcome(id = KickRace.LOST_KICK, expect = FORBIDDEN, desc = "lost kick: no kick and the device sleeps with a buffer available")
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")

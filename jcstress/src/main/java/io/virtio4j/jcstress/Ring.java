@@ -9,11 +9,11 @@ import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.layout.SplitRingSegment;
 import io.virtio4j.core.layout.UsedRing;
-import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -23,9 +23,8 @@ import java.lang.foreign.ValueLayout;
  * One small split ring in native memory with the project's own driver and device queues over it: the fixture
  * every litmus test builds in its {@code @State} constructor.
  *
- * <p>Layout of the one segment (guest address = offset, {@code GuestMemory.of(segment, 0)}): the three ring
- * areas carved by {@link SplitRingAreas#carve}, then {@value #BUFFERS_COUNT} data buffers of
- * {@value #BUFFER_BYTES} bytes each.
+ * <p>Layout of the one segment ({@link SplitRingSegment}, guest address = offset): the three ring areas, then
+ * from the next cache line {@value #BUFFERS_COUNT} data buffers of {@value #BUFFER_BYTES} bytes each.
  *
  * <p>Everything the queues do not initialise themselves is filled with <em>leftovers</em>, as if from an
  * earlier lap of the ring: every descriptor points at buffer {@value #STALE_BUFFER} with length 1, every
@@ -45,12 +44,12 @@ public final class Ring {
     public static final int BUFFER_BYTES = 64;
     public static final int BUFFERS_COUNT = 4;
     /** Guest address of buffer 0, the first cache line after the ring areas. */
-    public static final long BUFFERS = SplitLayout.roundUp(SplitRingAreas.contiguousBytes(QUEUE_SIZE), 64);
+    public static final long BUFFERS = SplitRingSegment.dataOffset(QUEUE_SIZE, 64);
     public static final int STALE_BUFFER = BUFFERS_COUNT - 1;
     public static final int STALE_HEAD = QUEUE_SIZE - 1;
     public static final int STALE_INT = -1;
 
-    private static final long TOTAL = BUFFERS + (long) BUFFERS_COUNT * BUFFER_BYTES;
+    private static final long TOTAL = SplitRingSegment.bytes(QUEUE_SIZE, 64, (long) BUFFERS_COUNT * BUFFER_BYTES);
     private static final long CHUNK = 1 << 20;
 
     private static final long SLOT = SplitLayout.roundUp(TOTAL, 64);
@@ -83,13 +82,14 @@ public final class Ring {
     public final ScatterGather sg = new ScatterGather(2);
 
     public Ring(Ordering ordering, boolean eventIdx, AvailPublication publication) {
-        memory = allocate();
-        areas = SplitRingAreas.carve(memory, QUEUE_SIZE);
+        SplitRingSegment ring = SplitRingSegment.carve(allocate(), QUEUE_SIZE, 64);
+        memory = ring.segment();
+        areas = ring.areas();
         fillWithLeftovers();
         driver = new SplitDriverQueue(areas,
                 DriverOptions.defaults().withOrdering(ordering).withEventIdx(eventIdx).withPublication(publication),
                 NONE);
-        device = new SplitDeviceQueue(areas, GuestMemory.of(memory, 0),
+        device = new SplitDeviceQueue(areas, ring.guestMemory(),
                 DeviceOptions.defaults().withOrdering(ordering).withEventIdx(eventIdx), NONE);
     }
 

@@ -5,7 +5,7 @@ import io.virtio4j.core.device.SplitDeviceQueue;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.SplitDriverQueue;
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;

@@ -6,11 +6,12 @@ import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.SplitDriverQueue;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.layout.SplitRingSegment;
 import io.virtio4j.core.layout.UsedRing;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.ParkingNotifier;
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -29,6 +30,8 @@ final class Ring implements AutoCloseable {
     static final int BUF_SIZE = 64;
     /** Where a polling peer has left its event index: far from every index the benchmark publishes. */
     static final int FAR_EVENT = 0x8000;
+    /** The buffer pool starts on its own page, as in {@code RingBenchmark}. */
+    private static final long PAGE = 4096;
 
     final int queueSize;
     final Arena arena = Arena.ofShared();
@@ -45,21 +48,17 @@ final class Ring implements AutoCloseable {
 
     Ring(int queueSize) {
         this.queueSize = queueSize;
-        long ringBytes = align(SplitRingAreas.contiguousBytes(queueSize));
-        mem = arena.allocate(ringBytes + (long) queueSize * BUF_SIZE, 4096);
-        areas = SplitRingAreas.carve(mem.asSlice(0, ringBytes), queueSize);
+        SplitRingSegment ring = SplitRingSegment.allocate(arena, queueSize, PAGE, (long) queueSize * BUF_SIZE);
+        mem = ring.segment();
+        areas = ring.areas();
         avail = new AvailRing(areas.availRing(), queueSize);
         used = new UsedRing(areas.usedRing(), queueSize);
-        memory = GuestMemory.of(mem, 0);
-        poolBase = ringBytes;
+        memory = ring.guestMemory();
+        poolBase = ring.dataOffset();
         tokens = new Object[queueSize];
         for (int i = 0; i < queueSize; i++) {
             tokens[i] = Integer.valueOf(i);
         }
-    }
-
-    private static long align(long v) {
-        return (v + 4095) & ~4095L;
     }
 
     /** EVENT_IDX on, no indirect tables (1-element buffers never go indirect). */

@@ -6,7 +6,7 @@ import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.SplitDriverQueue;
 import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;

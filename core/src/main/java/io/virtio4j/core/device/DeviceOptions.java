@@ -1,7 +1,7 @@
 package io.virtio4j.core.device;
 
-import io.virtio4j.core.policy.Ordering;
-import io.virtio4j.core.policy.VirtioFeatures;
+import io.virtio4j.core.ordering.Ordering;
+import io.virtio4j.core.feature.VirtioFeatures;
 
 /**
  * Negotiated features and run-time policies of one device-side queue.

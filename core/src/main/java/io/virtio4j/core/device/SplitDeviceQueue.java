@@ -14,13 +14,13 @@ import io.virtio4j.core.error.ReadableAfterWritableException;
 import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
-import io.virtio4j.core.layout.Fences;
+import io.virtio4j.core.ordering.Fences;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.layout.UsedRing;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import io.virtio4j.core.stats.QueueCounters;
 
 import java.lang.foreign.MemorySegment;
@@ -408,11 +408,12 @@ public final class SplitDeviceQueue {
      * Asks the driver to kick for the next available buffer, then re-reads {@code avail.idx}.
      *
      * <p>With {@code cachedAvailOnEnable} the index read here becomes the cached avail index, so the
-     * next {@link #pop()} finds the new chains without reading {@code avail.idx} again.
+     * next {@link #pop()} finds the new chains without reading {@code avail.idx} again. Reads like the driver's
+     * {@link io.virtio4j.core.driver.SplitDriverQueue#enableCallbacksOrFindPending()}: true means work is pending.
      *
      * @return true when buffers are available (do not sleep: pop them); false when it is safe to sleep
      */
-    public boolean enableKicks() {
+    public boolean enableKicksOrFindPending() {
         checkNotBroken();
         counters.enableCalls++;
         kicksEnabled = true;

@@ -1,8 +1,8 @@
 package io.virtio4j.core.driver;
 
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
-import io.virtio4j.core.policy.VirtioFeatures;
+import io.virtio4j.core.ordering.Ordering;
+import io.virtio4j.core.feature.VirtioFeatures;
 
 import java.lang.foreign.MemorySegment;
 

@@ -8,13 +8,13 @@ import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.error.UsedLengthTooLargeException;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
-import io.virtio4j.core.layout.Fences;
+import io.virtio4j.core.ordering.Fences;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.layout.UsedRing;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.policy.AvailPublication;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import io.virtio4j.core.stats.QueueCounters;
 
 import java.lang.foreign.MemorySegment;
@@ -381,7 +381,7 @@ public final class SplitDriverQueue {
         if (eventIdx && (availFlagsShadow & AVAIL_F_NO_INTERRUPT) == 0) {
             // Callbacks are on: ask for a notification at the next entry, and (mb, store->load) make that store
             // visible before our next load of used.idx, so the device cannot skip a notification for an entry
-            // we have not seen yet (the same Dekker pair as in enableCallbacks).
+            // we have not seen yet (the same Dekker pair as in enableCallbacksOrFindPending).
             avail.usedEventRelease(lastUsed);
             Fences.storeLoad();
         }
@@ -419,31 +419,33 @@ public final class SplitDriverQueue {
     }
 
     /**
-     * Asks for a notification at the next used buffer, then re-checks the ring.
+     * Asks for a notification at the next used buffer, then re-checks the ring. Reads like the device's
+     * {@link io.virtio4j.core.device.SplitDeviceQueue#enableKicksOrFindPending()}: true means work is pending.
      *
-     * @return true when nothing is pending, so it is safe to sleep until notified; false when used buffers
-     *         arrived meanwhile (reap them first)
+     * @return true when used buffers arrived meanwhile (do not sleep: reap them first); false when nothing is
+     *         pending, so it is safe to sleep until notified
      */
-    public boolean enableCallbacks() {
+    public boolean enableCallbacksOrFindPending() {
         checkNotBroken();
         counters.enableCalls++;
-        return arm(lastUsed, 0);
+        return armOrFindPending(lastUsed, 0);
     }
 
     /**
-     * Like {@link #enableCallbacks()} but asks to be notified only after about 3/4 of the outstanding buffers
-     * are used (Linux {@code virtqueue_enable_cb_delayed}).
+     * Like {@link #enableCallbacksOrFindPending()} but asks to be notified only after about 3/4 of the
+     * outstanding buffers are used (Linux {@code virtqueue_enable_cb_delayed}).
      *
-     * @return true when it is safe to sleep; false when that many buffers are already used
+     * @return true when that many buffers are already used (do not sleep: reap them); false when it is safe
+     *         to sleep
      */
-    public boolean enableCallbacksDelayed() {
+    public boolean enableCallbacksDelayedOrFindPending() {
         checkNotBroken();
         counters.enableCalls++;
         int bufs = ((availShadow - lastUsed) & 0xFFFF) * 3 / 4;
-        return arm((lastUsed + bufs) & 0xFFFF, bufs);
+        return armOrFindPending((lastUsed + bufs) & 0xFFFF, bufs);
     }
 
-    private boolean arm(int usedEvent, int tolerated) {
+    private boolean armOrFindPending(int usedEvent, int tolerated) {
         availFlagsShadow &= ~AVAIL_F_NO_INTERRUPT;
         if (eventIdx) {
             avail.usedEventRelease(usedEvent);
@@ -455,6 +457,6 @@ public final class SplitDriverQueue {
         // state while we read the old used.idx, and we sleep with a used buffer and no notification coming.
         Fences.storeLoad();
         int idx = refreshUsed();
-        return ((idx - lastUsed) & 0xFFFF) <= tolerated;
+        return ((idx - lastUsed) & 0xFFFF) > tolerated;
     }
 }

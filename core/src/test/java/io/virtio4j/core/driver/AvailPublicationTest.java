@@ -104,7 +104,7 @@ class AvailPublicationTest {
                 assertEquals(4 + round, p.driver.counters().availIdxWrites);
             }
 
-            assertTrue(p.device.enableKicks());
+            assertTrue(p.device.enableKicksOrFindPending());
             addExpectingIdx(p, 24); // still interval 8
             assertTrue(p.driver.kickPrepare(), "the device re-enabled kicks");
             assertEquals(25, p.avail.idxAcquire(), "kickPrepare publishes what the policy held back");

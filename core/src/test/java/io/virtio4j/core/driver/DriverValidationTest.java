@@ -56,8 +56,8 @@ class DriverValidationTest {
         assertEquals(reaped, p.driver.counters().completions, "nothing was reaped");
         assertEquals(inFlight, p.driver.inFlight());
         for (Executable later : new Executable[]{
-                p.driver::pollUsed, p.driver::hasUsed, p.driver::kickPrepare, p.driver::enableCallbacks,
-                p.driver::enableCallbacksDelayed, () -> p.add("late", 1, 0)}) {
+                p.driver::pollUsed, p.driver::hasUsed, p.driver::kickPrepare, p.driver::enableCallbacksOrFindPending,
+                p.driver::enableCallbacksDelayedOrFindPending, () -> p.add("late", 1, 0)}) {
             assertSame(e, assertThrows(QueueBrokenException.class, later).violation());
         }
         return e;
@@ -145,7 +145,7 @@ class DriverValidationTest {
         p.add("a", 1, 0);
         p.driver.disableCallbacks();
         p.used.idxRelease(0x8000);
-        assertViolation(p.driver::enableCallbacks, IndexJumpException.class, "used.idx", 0x8000);
+        assertViolation(p.driver::enableCallbacksOrFindPending, IndexJumpException.class, "used.idx", 0x8000);
     }
 
     @Test

@@ -7,11 +7,11 @@ import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.SplitDriverQueue;
 import io.virtio4j.core.layout.SplitRingAreas;
-import io.virtio4j.core.memory.GuestMemory;
+import io.virtio4j.core.layout.SplitRingSegment;
 import io.virtio4j.core.notify.ParkingNotifier;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -59,19 +59,20 @@ final class RingPair {
         int q = shape.queueSize();
         maxElements = Math.max(1, shape.maxReadable() + shape.maxWritable());
         indirect = shape.indirect() && maxElements >= 2;
-        long ringBytes = (SplitRingAreas.contiguousBytes(q) + 63) & ~63L;
         long indirectBytes = indirect ? DriverOptions.indirectTablesBytes(q, maxElements) : 0;
         long pool = (long) q * maxElements * MAX_ELEM;
-        mem = arena.allocate(ringBytes + indirectBytes + pool, 64);
+        SplitRingSegment ring = SplitRingSegment.allocate(arena, q, 64, indirectBytes + pool);
+        mem = ring.segment();
+        long ringBytes = ring.dataOffset();
         poolBase = ringBytes + indirectBytes;
-        SplitRingAreas areas = SplitRingAreas.carve(mem, q);
+        SplitRingAreas areas = ring.areas();
         DriverOptions d = DriverOptions.defaults().withOrdering(shape.ordering()).withEventIdx(shape.eventIdx())
                 .withPublication(shape.publication()).withAdaptiveInterval(1, 16);
         if (indirect) {
             d = d.withIndirect(mem.asSlice(ringBytes, indirectBytes), ringBytes, maxElements, 2);
         }
         driver = new SplitDriverQueue(areas, d, kick);
-        device = new SplitDeviceQueue(areas, GuestMemory.of(mem, 0), new DeviceOptions(shape.ordering(),
+        device = new SplitDeviceQueue(areas, ring.guestMemory(), new DeviceOptions(shape.ordering(),
                 shape.eventIdx(), indirect, shape.cachedAvail()), call);
     }
 
@@ -232,7 +233,7 @@ final class RingPair {
                     Thread.onSpinWait();
                     continue;
                 }
-                boolean sleep = shape.delayed() ? driver.enableCallbacksDelayed() : driver.enableCallbacks();
+                boolean sleep = !(shape.delayed() ? driver.enableCallbacksDelayedOrFindPending() : driver.enableCallbacksOrFindPending());
                 if (sleep && !call.await(stallNanos) && !stop) {
                     // Timed out. Legitimate only if the device has nothing for us, or a notification for what it
                     // just returned is on its way; used buffers and no notification coming means one was lost.
@@ -298,8 +299,8 @@ final class RingPair {
                     Thread.onSpinWait();
                     continue;
                 }
-                if (!device.enableKicks()) {
-                    if (!kick.await(stallNanos) && !stop && device.enableKicks() && !kick.await(stallNanos / 4)) {
+                if (!device.enableKicksOrFindPending()) {
+                    if (!kick.await(stallNanos) && !stop && device.enableKicksOrFindPending() && !kick.await(stallNanos / 4)) {
                         fail("lost kick: buffers available after " + TimeUnit.NANOSECONDS.toMillis(stallNanos) + " ms asleep");
                         return;
                     }

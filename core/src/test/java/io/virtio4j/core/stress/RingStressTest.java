@@ -2,7 +2,7 @@ package io.virtio4j.core.stress;
 
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;

@@ -1,7 +1,7 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.core.policy.VirtioFeatures;
+import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.os.FramePort;
 import io.virtio4j.os.TunTap;

@@ -12,7 +12,7 @@ public final class KickSwitch {
 
     /**
      * Asks the driver to kick {@code q}, unless already asked (or the queue is gone or broken), and re-checks the
-     * ring (see {@link io.virtio4j.core.device.SplitDeviceQueue#enableKicks()}).
+     * ring (see {@link io.virtio4j.core.device.SplitDeviceQueue#enableKicksOrFindPending()}).
      *
      * @return false when buffers arrived meanwhile: do not sleep, serve them
      */
@@ -20,7 +20,7 @@ public final class KickSwitch {
         if (on || q == null || q.queue().isBroken()) {
             return true;
         }
-        if (q.queue().enableKicks()) {
+        if (q.queue().enableKicksOrFindPending()) {
             return false;
         }
         on = true;

@@ -8,7 +8,7 @@ import io.virtio4j.core.driver.SplitDriverQueue;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.ParkingNotifier;
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 

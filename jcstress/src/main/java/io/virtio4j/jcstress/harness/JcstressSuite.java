@@ -1,6 +1,6 @@
 package io.virtio4j.jcstress.harness;
 
-import io.virtio4j.core.layout.Fences;
+import io.virtio4j.jcstress.NegativeControl;
 import org.openjdk.jcstress.JCStress;
 import org.openjdk.jcstress.Options;
 import org.openjdk.jcstress.annotations.Expect;
@@ -35,16 +35,19 @@ import java.util.TreeSet;
  *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp ... io.virtio4j.jcstress.harness.JcstressSuite \
- *      --suite ring|negative-control [--mode ci|sanity|quick|default|tough|stress] [--only REGEX]
- *      [--args "extra jcstress options"]
+ *      --suite ring|negative-control [--fence-omitting-classes DIR]
+ *      [--mode ci|sanity|quick|default|tough|stress] [--only REGEX] [--args "extra jcstress options"]
  * </pre>
  *
  * <ul>
  *   <li>{@code ring}: every test except the {@code *NegativeControl} ones, fences in place. Fails when a test
  *       sees a forbidden outcome, errors, or produced no result.</li>
  *   <li>{@code negative-control}: only the {@code *NegativeControl} tests, every forked JVM started with
- *       {@code -D}{@value Fences#OMIT_PROPERTY}{@code =true}. Fails unless each of them observed its
- *       ACCEPTABLE_INTERESTING outcome (the lost notification), i.e. unless the litmus tests can fail.</li>
+ *       {@code -Xbootclasspath/a:DIR}, where DIR ({@code --fence-omitting-classes}, this module's
+ *       {@code target/negative-control-classes}) holds the fence-omitting {@code io.virtio4j.core.ordering.Fences}:
+ *       the boot loader is asked first, so core's ring classes run without the store-&gt;load fence there. Fails
+ *       unless each test observed its ACCEPTABLE_INTERESTING outcome (the lost notification), i.e. unless the
+ *       litmus tests can fail.</li>
  * </ul>
  * jcstress writes its binary result file and its HTML/text reports ({@code results/}) into the working
  * directory; this class reads the binary file back through jcstress's own collector and grading, prints a
@@ -108,8 +111,10 @@ public final class JcstressSuite {
         String mode = "ci";
         String extra = "";
         String only = "";
+        String fenceOmitting = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
+                case "--fence-omitting-classes" -> fenceOmitting = value(args, ++i);
                 case "--suite" -> suite = Suite.of(value(args, ++i));
                 case "--mode" -> mode = value(args, ++i).trim();
                 case "--args" -> extra = value(args, ++i).trim();
@@ -120,11 +125,20 @@ public final class JcstressSuite {
         if (suite == null) {
             usage("--suite is required");
         }
-        if (System.getProperty(Fences.OMIT_PROPERTY) != null) {
-            // jcstress copies this JVM's arguments into every fork: the flag must come only from the suite.
-            usage("do not start the harness with -D" + Fences.OMIT_PROPERTY + "; the negative-control suite sets it in its forks");
+        if (NegativeControl.fenceOmitted()) {
+            // jcstress copies this JVM's arguments into every fork: the fence-omitting class must come only from
+            // the negative-control suite, never into the ring suite's forks.
+            usage("do not start the harness with the fence-omitting Fences on its class path; the negative-control"
+                    + " suite puts it into its forks");
         }
-        System.exit(run(suite, mode, only, extra));
+        Path fenceOmittingClasses;
+        try {
+            fenceOmittingClasses = fenceOmittingClasses(suite, fenceOmitting);
+        } catch (IllegalArgumentException e) {
+            usage(e.getMessage());
+            return;
+        }
+        System.exit(run(suite, mode, only, extra, fenceOmittingClasses));
     }
 
     private static String value(String[] args, int i) {
@@ -136,9 +150,34 @@ public final class JcstressSuite {
 
     private static void usage(String message) {
         System.err.println("JcstressSuite: " + message);
-        System.err.println("usage: JcstressSuite --suite ring|negative-control [--mode ci|sanity|quick|default|tough|stress] [--only REGEX] [--args \"jcstress options\"]");
+        System.err.println("usage: JcstressSuite --suite ring|negative-control [--fence-omitting-classes DIR] [--mode ci|sanity|quick|default|tough|stress] [--only REGEX] [--args \"jcstress options\"]");
         System.exit(2);
     }
+
+    /**
+     * The directory with the fence-omitting {@code Fences} class: required by the negative-control suite (it must
+     * hold {@code io/virtio4j/core/ordering/Fences.class}), refused by the ring suite. Null for the ring suite.
+     */
+    static Path fenceOmittingClasses(Suite suite, String dir) {
+        if (suite == Suite.RING) {
+            if (dir != null) {
+                throw new IllegalArgumentException("--fence-omitting-classes belongs to the negative-control suite only");
+            }
+            return null;
+        }
+        if (dir == null) {
+            throw new IllegalArgumentException("the negative-control suite needs --fence-omitting-classes DIR"
+                    + " (this module's target/negative-control-classes)");
+        }
+        Path p = Path.of(dir).toAbsolutePath();
+        if (!Files.isRegularFile(p.resolve(FENCES_CLASS))) {
+            throw new IllegalArgumentException("--fence-omitting-classes " + p + " holds no " + FENCES_CLASS
+                    + " (is the module built?)");
+        }
+        return p;
+    }
+
+    private static final String FENCES_CLASS = "io/virtio4j/core/ordering/Fences.class";
 
     /** jcstress options that take no value. */
     private static final Set<String> FLAGS = Set.of("-v", "-vv", "-vvv", "-h");
@@ -151,7 +190,7 @@ public final class JcstressSuite {
      * {@code -iters 10}) or, for {@code -jvmArgs} / {@code -jvmArgsPrepend}, add to them; the selector and the
      * results directory are the suite's own ({@code --only} narrows the selector).
      */
-    static List<String> jcstressArgs(Suite suite, String mode, String only, String extra) {
+    static List<String> jcstressArgs(Suite suite, String mode, String only, String extra, Path fenceOmittingClasses) {
         Map<String, List<String>> o = new LinkedHashMap<>();
         List<String> preset = !mode.isEmpty() && !mode.equals("ci") ? List.of("-m", mode)
                 : suite == Suite.RING ? CI_PRESET_RING : CI_PRESET_NEGATIVE;
@@ -161,10 +200,11 @@ public final class JcstressSuite {
         o.put("-t", new ArrayList<>(List.of(suite.filter(only))));
         o.put("-r", new ArrayList<>(List.of("results")));
         o.put("-c", new ArrayList<>(List.of(Integer.toString(Math.min(2, Runtime.getRuntime().availableProcessors())))));
-        // Every fork runs FFM code; the negative control also removes the store->load fence in the ring code.
+        // Every fork runs FFM code; the negative control's forks also load the fence-omitting Fences, from the boot
+        // class path, which the class loaders consult before the application class path with core's Fences.
         List<String> prepend = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED"));
         if (suite == Suite.NEGATIVE_CONTROL) {
-            prepend.add("-D" + Fences.OMIT_PROPERTY + "=true");
+            prepend.add("-Xbootclasspath/a:" + fenceOmittingClasses);
         }
         o.put("-jvmArgsPrepend", prepend);
 
@@ -205,8 +245,8 @@ public final class JcstressSuite {
         return a;
     }
 
-    static int run(Suite suite, String mode, String only, String extra) throws Exception {
-        List<String> jcArgs = jcstressArgs(suite, mode, only, extra);
+    static int run(Suite suite, String mode, String only, String extra, Path fenceOmittingClasses) throws Exception {
+        List<String> jcArgs = jcstressArgs(suite, mode, only, extra, fenceOmittingClasses);
         System.out.println("virtio4j jcstress suite '" + suite.id + "', mode '" + mode + "': jcstress " + String.join(" ", jcArgs));
         Options opts = new Options(jcArgs.toArray(new String[0]));
         if (!opts.parse()) {

@@ -6,6 +6,7 @@ import io.virtio4j.jcstress.KickRaceNegativeControl;
 import io.virtio4j.jcstress.KickRaceTest;
 import org.junit.jupiter.api.Test;
 
+import java.nio.file.Path;
 import java.util.List;
 import java.util.regex.Pattern;
 
@@ -15,6 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class JcstressSuiteTest {
+    /** Built by this module's compile phase (surefire runs in the module directory). */
+    private static final Path FENCE_OMITTING = Path.of("target/negative-control-classes").toAbsolutePath();
 
     private static boolean selects(JcstressSuite.Suite s, Class<?> test) {
         Pattern p = Pattern.compile(s.filter);
@@ -36,10 +39,25 @@ class JcstressSuiteTest {
 
     @Test
     void onlyTheNegativeControlRemovesTheFence() {
-        String flag = "-Dvirtio4j.negativeControl.omitStoreLoadFence=true";
-        assertFalse(String.join(" ", JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "ci", "", "")).contains(flag));
-        assertTrue(String.join(" ", JcstressSuite.jcstressArgs(JcstressSuite.Suite.NEGATIVE_CONTROL, "ci", "", "")).contains(flag));
-        assertTrue(String.join(" ", JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "default", "", "")).contains("--enable-native-access=ALL-UNNAMED"));
+        List<String> ring = JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "ci", "", "", null);
+        assertFalse(String.join(" ", ring).contains("-Xbootclasspath"), ring.toString());
+        List<String> negative = JcstressSuite.jcstressArgs(JcstressSuite.Suite.NEGATIVE_CONTROL, "ci", "", "", FENCE_OMITTING);
+        int i = negative.indexOf("-Xbootclasspath/a:" + FENCE_OMITTING);
+        assertTrue(i > 0 && negative.get(i - 1).equals("-jvmArgsPrepend"), negative.toString());
+        assertTrue(String.join(" ", JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "default", "", "", null)).contains("--enable-native-access=ALL-UNNAMED"));
+    }
+
+    @Test
+    void theFenceOmittingClassesBelongToTheNegativeControlOnly() {
+        assertThrows(IllegalArgumentException.class,
+                () -> JcstressSuite.fenceOmittingClasses(JcstressSuite.Suite.RING, FENCE_OMITTING.toString()));
+        assertThrows(IllegalArgumentException.class,
+                () -> JcstressSuite.fenceOmittingClasses(JcstressSuite.Suite.NEGATIVE_CONTROL, null));
+        assertThrows(IllegalArgumentException.class, // a directory without the class: a build that forgot it
+                () -> JcstressSuite.fenceOmittingClasses(JcstressSuite.Suite.NEGATIVE_CONTROL, "target"));
+        assertEquals(FENCE_OMITTING, JcstressSuite.fenceOmittingClasses(JcstressSuite.Suite.NEGATIVE_CONTROL,
+                FENCE_OMITTING.toString()));
+        assertEquals(null, JcstressSuite.fenceOmittingClasses(JcstressSuite.Suite.RING, null));
     }
 
     @Test
@@ -52,19 +70,19 @@ class JcstressSuiteTest {
 
     @Test
     void extraArgumentsOverrideThePresetAndAddJvmArguments() {
-        List<String> a = JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "ci", "", "-iters 7 -v -jvmArgsPrepend -Xss1m");
+        List<String> a = JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "ci", "", "-iters 7 -v -jvmArgsPrepend -Xss1m", null);
         assertEquals(List.of("-m", "quick", "-iters", "7", "-sc", "false"), a.subList(0, 6));
         assertTrue(a.contains("-v"));
         int first = a.indexOf("-jvmArgsPrepend");
         assertEquals(List.of("-jvmArgsPrepend", "--enable-native-access=ALL-UNNAMED", "-jvmArgsPrepend", "-Xss1m"),
                 a.subList(first, first + 4));
         assertThrows(IllegalArgumentException.class,
-                () -> JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "ci", "", "-t Foo"));
+                () -> JcstressSuite.jcstressArgs(JcstressSuite.Suite.RING, "ci", "", "-t Foo", null));
     }
 
     @Test
     void aSuiteWithNoTestMatchingOnlyIsSkippedNotFailed() throws Exception {
         // returns before jcstress runs anything: -Djcstress.only=KickRaceTest must not fail the negative control
-        assertEquals(0, JcstressSuite.run(JcstressSuite.Suite.NEGATIVE_CONTROL, "ci", "NoSuchTestAnywhere", ""));
+        assertEquals(0, JcstressSuite.run(JcstressSuite.Suite.NEGATIVE_CONTROL, "ci", "NoSuchTestAnywhere", "", FENCE_OMITTING));
     }
 }

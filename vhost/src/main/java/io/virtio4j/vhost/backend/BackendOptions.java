@@ -1,6 +1,6 @@
 package io.virtio4j.vhost.backend;
 
-import io.virtio4j.core.policy.Ordering;
+import io.virtio4j.core.ordering.Ordering;
 
 /**
  * Ring policies the back-end applies to every queue it starts, and its limits.

@@ -1,6 +1,6 @@
 package io.virtio4j.vhost.backend;
 
-import io.virtio4j.core.policy.VirtioFeatures;
+import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.vhost.protocol.ConfigPayload;
 import io.virtio4j.vhost.protocol.MemoryTableDescription;
 import io.virtio4j.vhost.protocol.Message;

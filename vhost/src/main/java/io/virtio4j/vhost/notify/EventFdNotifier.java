@@ -1,9 +1,12 @@
-package io.virtio4j.os;
+package io.virtio4j.vhost.notify;
 
 import io.virtio4j.core.notify.Notifier;
+import io.virtio4j.os.EventFd;
+import io.virtio4j.os.Poll;
 
 /**
- * A {@link Notifier} over an eventfd, so that the doorbell works across processes: the eventfd can be sent to
+ * A {@link Notifier} over an eventfd (the adapter lives here, above {@code os} and {@code core}, because the OS
+ * bindings know no rings), so that the doorbell works across processes: the eventfd can be sent to
  * a vhost-user peer. The eventfd's counter is the sticky pending flag: signals add to it and coalesce, a
  * signal sent before {@link #await} starts is still in the counter when it looks.
  */

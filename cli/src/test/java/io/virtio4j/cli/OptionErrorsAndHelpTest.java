@@ -1,0 +1,89 @@
+package io.virtio4j.cli;
+
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The command line reports the library's option errors by its own flags, and its help renders cleanly. */
+class OptionErrorsAndHelpTest {
+
+    /** Runs {@code args} (the library's validation fails before any benchmark starts); returns exit code and stderr. */
+    private static String[] execute(String... args) {
+        StringWriter err = new StringWriter();
+        CommandLine cl = new CommandLine(new Main());
+        cl.setErr(new PrintWriter(err, true));
+        cl.setOut(new PrintWriter(new StringWriter(), true));
+        int code = cl.execute(args);
+        return new String[] {Integer.toString(code), err.toString()};
+    }
+
+    @Test
+    void aBenchOptionOutOfRangeIsReportedByItsFlag() {
+        String[] r = execute("bench", "--buf-size", "0");
+        assertEquals("2", r[0]);
+        assertEquals("--buf-size must be >= 1, got 0", r[1].lines().findFirst().orElseThrow(), r[1]);
+    }
+
+    @Test
+    void everyOptionARuleNamesIsReportedByItsFlag() {
+        String[] r = execute("bench", "--indirect", "--chain", "1");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].startsWith("--indirect needs --chain in [2, --ring-size], got 1 with a ring of 256"), r[1]);
+    }
+
+    @Test
+    void aCompareValueOutOfRangeIsReportedByItsFlag() {
+        String[] r = execute("bench", "--compare", "ring-size=3,8");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].startsWith("--ring-size must be a power of two in [1, 32768], got 3"), r[1]);
+    }
+
+    @Test
+    void anUnknownExperimentIsReportedByTheOnlyFlag() {
+        String[] r = execute("experiments", "--only", "no-such-lesson");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].startsWith("--only [no-such-lesson] matches no experiment"), r[1]);
+    }
+
+    @Test
+    void helpPrintsNoPicocliWarning() throws Exception {
+        // picocli formats each description line with String.format and, when that fails (e.g. on a lone '%'),
+        // prints the line raw and a warning to the stderr it captured when it was loaded: so a fresh JVM
+        for (String[] command : new String[][] {{"bench", "--help"}, {"experiments", "--help"}, {"serve", "net", "--help"}}) {
+            List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+            cmd.addAll(List.of(command));
+            Process p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue(), err);
+            assertEquals("", err, String.join(" ", command));
+        }
+    }
+
+    @Test
+    void cachedAvailTakesAValueAndSaysSo() {
+        CommandLine cl = new CommandLine(new Main());
+        for (CommandLine command : new CommandLine[] {cl.getSubcommands().get("bench"),
+                cl.getSubcommands().get("serve").getSubcommands().get("net")}) {
+            String usage = command.getUsageMessage(CommandLine.Help.Ansi.OFF);
+            assertTrue(usage.contains("--cached-avail=on|off"), usage);
+        }
+        CommandLine.ParseResult parsed = new CommandLine(new Main()).parseArgs("bench", "--cached-avail", "off");
+        assertFalse(((BenchCommand) parsed.subcommand().commandSpec().userObject()).cachedAvail);
+        assertThrows(CommandLine.ParameterException.class,
+                () -> new CommandLine(new Main()).parseArgs("bench", "--cached-avail"));
+    }
+}
