@@ -213,7 +213,7 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
      * @throws NotificationModeRejectedException in tap mode, when the front-end asked to be polled (NOFD kick)
      */
     @Override
-    public synchronized void startQueue(int index, QueueContext queue) {
+    public synchronized void startQueue(int index, QueueContext queue) throws NotificationModeRejectedException {
         if (options.mode() instanceof NetMode.Tap && queue.kick() == null) {
             throw new NotificationModeRejectedException(index, NotificationMode.POLL,
                     "the front-end gave no kick eventfd (NOFD), and tap mode sleeps on the tap and on kicks");

@@ -63,8 +63,13 @@ public interface VirtioDevice {
     default void featuresNegotiated(long features) {
     }
 
-    /** Starts processing queue {@code index}. */
-    void startQueue(int index, QueueContext queue);
+    /**
+     * Starts processing queue {@code index}.
+     *
+     * @throws QueueStartRefusedException when the device cannot serve the ring as the front-end set it up; the
+     *         ring stays stopped and the front-end's request is refused
+     */
+    void startQueue(int index, QueueContext queue) throws QueueStartRefusedException;
 
     /** Stops processing queue {@code index}; returns only when the device no longer touches it. */
     void stopQueue(int index);

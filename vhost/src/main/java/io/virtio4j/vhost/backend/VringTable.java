@@ -265,10 +265,17 @@ final class VringTable implements AutoCloseable {
         } catch (VirtqueueException e) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base, e.getMessage());
         }
+        QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled);
+        context.err(v.err);
+        try {
+            device.startQueue(v.index, context);
+        } catch (QueueStartRefusedException e) {
+            // Not started: nothing of the ring was handed over, so nothing is to be taken back.
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "]", v.index,
+                    "the device refused to start it: " + e.getMessage(), e);
+        }
         v.queue = queue;
-        v.started = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled);
-        v.started.err(v.err);
-        device.startQueue(v.index, v.started);
+        v.started = context;
     }
 
     /** The ring's three areas in {@code table}, each checked to lie inside one region and be aligned. */
