@@ -53,7 +53,7 @@ public final class BenchCommand implements Callable<Integer> {
     Ordering barriers = D.barriers();
     @Option(names = "--avail-publish", description = "eager | lazy | adaptive (default ${DEFAULT-VALUE})", converter = Converters.PublicationConverter.class)
     AvailPublication availPublish = D.availPublish();
-    @Option(names = "--cached-avail", arity = "1", paramLabel = "on|off", description = "on | off: device caches avail.idx read while re-enabling kicks (default ${DEFAULT-VALUE})", converter = Converters.OnOffConverter.class)
+    @Option(names = "--cached-avail", arity = "1", paramLabel = "on|off", description = "on | off: device caches avail.idx read while re-enabling kicks (default on)", converter = Converters.OnOffConverter.class)
     boolean cachedAvail = D.cachedAvail();
     @Option(names = "--mode", description = "poll | notify | hybrid (default ${DEFAULT-VALUE})", converter = Converters.ModeConverter.class)
     NotificationMode mode = D.mode();

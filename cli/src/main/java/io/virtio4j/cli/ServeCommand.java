@@ -66,7 +66,7 @@ public final class ServeCommand {
         long hybridSpinNanos = 50_000;
         @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
         Ordering barriers = Ordering.WEAK;
-        @Option(names = "--cached-avail", arity = "1", paramLabel = "on|off", description = "on | off (default ${DEFAULT-VALUE})", converter = Converters.OnOffConverter.class)
+        @Option(names = "--cached-avail", arity = "1", paramLabel = "on|off", description = "on | off: device caches avail.idx read while re-enabling kicks (default on)", converter = Converters.OnOffConverter.class)
         boolean cachedAvail = true;
         @Option(names = "--weight", description = "frames per handler round before looking elsewhere (tap: per direction, "
                 + "and at most 512 KiB) (default ${DEFAULT-VALUE})")
