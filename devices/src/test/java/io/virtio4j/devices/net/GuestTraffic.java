@@ -2,13 +2,12 @@ package io.virtio4j.devices.net;
 
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.devices.net.driver.NetDriver;
-import io.virtio4j.os.Errno;
-import io.virtio4j.os.LinuxException;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -54,21 +53,11 @@ final class GuestTraffic {
 
     /** Connects, retrying while the server is not listening yet. */
     static VhostUserFrontend connectWithRetry(Path path) {
-        long deadline = System.nanoTime() + WAIT_NANOS;
-        while (true) {
-            try {
-                return VhostUserFrontend.connect(path);
-            } catch (LinuxException e) {
-                if ((e.errno() != Errno.ENOENT && e.errno() != Errno.ECONNREFUSED) || System.nanoTime() - deadline > 0) {
-                    throw e;
-                }
-            }
-            try {
-                Thread.sleep(2);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError("interrupted while connecting", e);
-            }
+        try {
+            return VhostUserFrontend.connect(path, Duration.ofNanos(WAIT_NANOS));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted while connecting", e);
         }
     }
 

@@ -1,7 +1,9 @@
 package io.virtio4j.vhost.frontend;
 
+import io.virtio4j.os.Errno;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.LinuxException;
 import io.virtio4j.os.UnixSocket;
 import io.virtio4j.vhost.protocol.ConfigPayload;
 import io.virtio4j.vhost.protocol.Header;
@@ -20,6 +22,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 
 /**
@@ -69,6 +72,28 @@ public final class VhostUserFrontend implements AutoCloseable {
 
     public static VhostUserFrontend connect(Path path) {
         return new VhostUserFrontend(UnixSocket.connect(path));
+    }
+
+    /**
+     * Connects to the back-end at {@code path}, waiting up to {@code patience} for it to listen: a back-end
+     * started just before (as QEMU and the peers' scripts start one) may not have created its socket yet
+     * (ENOENT) or not be listening on it yet (ECONNREFUSED). Any other failure is not waited out.
+     *
+     * @throws LinuxException the last failure, once {@code patience} has run out or on any other error
+     * @throws InterruptedException when interrupted while waiting
+     */
+    public static VhostUserFrontend connect(Path path, Duration patience) throws InterruptedException {
+        long deadline = System.nanoTime() + patience.toNanos();
+        while (true) {
+            try {
+                return connect(path);
+            } catch (LinuxException e) {
+                if ((e.errno() != Errno.ENOENT && e.errno() != Errno.ECONNREFUSED) || System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+            }
+            Thread.sleep(2);
+        }
     }
 
     public static VhostUserFrontend over(UnixSocket socket) {
