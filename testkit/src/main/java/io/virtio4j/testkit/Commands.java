@@ -25,8 +25,8 @@ public final class Commands {
     public static String run(String... argv) {
         try {
             Process p = new ProcessBuilder(argv).redirectErrorStream(true).start();
-            // Every stream closed here, not later by the JDK's reaper thread: its pipes must be gone when the
-            // test's descriptor count is compared (NoFdLeaks).
+            // Every stream closed here rather than by the JDK's reaper thread once the child exits: the pipes go
+            // when this returns, not at some later moment.
             try (var in = p.getInputStream(); var out = p.getOutputStream(); var err = p.getErrorStream()) {
                 out.close();
                 if (!p.waitFor(30, TimeUnit.SECONDS)) {

@@ -17,16 +17,19 @@ import static org.junit.jupiter.api.Assertions.fail;
  * <p>Exact about ours, blind to the runtime's. The JVM and the test runner open descriptors on threads of their
  * own at moments no test controls, and those must not decide a test's result:
  * <ul>
- *   <li>pipes: the JDK's process launcher makes them for every child process, and Surefire's forked booter
- *       (3.5.4 and older) runs {@code ps} every few seconds from a timer thread to see whether Maven is still
- *       alive, so a pipe can appear in the middle of any test (that was the {@code pipe:[...]} an order-dependent
- *       failure in {@code CrossProcessMappingTest} reported). Nothing in virtio4j creates a pipe: if that ever
- *       changes, this filter must learn to tell those apart;</li>
+ *   <li>pipes: only the JDK's process launcher makes them here (the library makes none), for the standard
+ *       streams of a child process, and the JDK closes them itself when the child exits, on its reaper thread,
+ *       at a moment no test controls. A child of the test runner's is enough to make one appear in the middle
+ *       of any test: Surefire 3.5.4's forked booter ran {@code ps} every few seconds to see whether Maven was
+ *       still alive, and that was the {@code pipe:[...]} of an order-dependent failure in
+ *       {@code CrossProcessMappingTest} (Surefire 3.5.5 asks {@code ProcessHandle} instead). A pipe cannot
+ *       outlive its child, so what a test must check is that its children end, not their pipes;</li>
  *   <li>jar files and the runtime image, which class loading opens lazily the first time a class is needed;</li>
  *   <li>{@code /dev/random} and {@code /dev/urandom}, which SecureRandom opens once, lazily.</li>
  * </ul>
- * Everything else (memfds, eventfds, epoll instances, sockets, tap devices, mapped or plain files) is counted,
- * so a leak of ours still fails.
+ * Everything else (memfds, eventfds, epoll instances, sockets, tap devices, mapped or plain files) is compared
+ * by identity (descriptor number and target), so a leak of ours fails even when some other descriptor closed
+ * meanwhile, and so does closing a descriptor the test did not open.
  *
  * <p>A back-end may release a connection on its own thread after the front-end closes, so
  * {@link #assertBackTo} waits (with a watchdog) for the count to come back before it compares.
@@ -74,14 +77,17 @@ public final class OpenFds {
     }
 
     /**
-     * Waits until as many descriptors are open as in {@code before}, then checks that; fails listing the new
-     * and vanished ones when the count does not come back within the watchdog.
+     * Waits until exactly the descriptors of {@code before} are open again; fails listing the new and vanished
+     * ones when they do not come back within the watchdog.
      */
     public static void assertBackTo(Map<Integer, String> before) {
         assertBackTo(before, 0);
     }
 
-    /** Like {@link #assertBackTo(Map)} with {@code extra} more descriptors allowed (e.g. a listening socket). */
+    /**
+     * Like {@link #assertBackTo(Map)} with exactly {@code extra} new descriptors besides (e.g. a listening socket
+     * the test opened and keeps).
+     */
     public static void assertBackTo(Map<Integer, String> before, int extra) {
         assertBackTo(before, extra, WATCHDOG_NANOS);
     }
@@ -89,7 +95,7 @@ public final class OpenFds {
     static void assertBackTo(Map<Integer, String> before, int extra, long watchdogNanos) {
         long deadline = System.nanoTime() + watchdogNanos;
         Map<Integer, String> now = snapshot();
-        while (now.size() != before.size() + extra && System.nanoTime() - deadline < 0) {
+        while (!isBack(before, extra, now) && System.nanoTime() - deadline < 0) {
             try {
                 Thread.sleep(5);
             } catch (InterruptedException e) {
@@ -98,13 +104,21 @@ public final class OpenFds {
             }
             now = snapshot();
         }
-        if (now.size() != before.size() + extra) {
-            Map<Integer, String> added = new TreeMap<>(now);
-            added.keySet().removeAll(before.keySet());
-            Map<Integer, String> removed = new TreeMap<>(before);
-            removed.keySet().removeAll(now.keySet());
+        if (!isBack(before, extra, now)) {
             fail("open file descriptors: " + before.size() + " before (+" + extra + " allowed), " + now.size()
-                    + " after; new: " + added + ", gone: " + removed);
+                    + " after; new: " + added(before, now) + ", gone: " + added(now, before));
         }
+    }
+
+    /** Whether every descriptor of {@code before} is still the same one in {@code now}, with {@code extra} more. */
+    private static boolean isBack(Map<Integer, String> before, int extra, Map<Integer, String> now) {
+        return added(now, before).isEmpty() && now.size() == before.size() + extra;
+    }
+
+    /** The entries of {@code after} that {@code before} does not have (a reused number with a new target counts). */
+    private static Map<Integer, String> added(Map<Integer, String> before, Map<Integer, String> after) {
+        Map<Integer, String> added = new TreeMap<>(after);
+        added.entrySet().removeAll(before.entrySet());
+        return added;
     }
 }

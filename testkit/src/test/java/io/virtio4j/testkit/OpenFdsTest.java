@@ -31,6 +31,19 @@ class OpenFdsTest {
     }
 
     @Test
+    void aLeakIsCaughtEvenWhenAnotherDescriptorClosedMeanwhile() throws IOException {
+        FileChannel older = FileChannel.open(Files.createFile(dir.resolve("older")));
+        Map<Integer, String> before = OpenFds.snapshot();
+        older.close(); // the count goes down by one ...
+        Path file = Files.createFile(dir.resolve("leaked"));
+        try (FileChannel leaked = FileChannel.open(file)) { // ... and back up: same count, not the same descriptors
+            AssertionFailedError e = assertThrows(AssertionFailedError.class,
+                    () -> OpenFds.assertBackTo(before, 0, 50_000_000L));
+            assertTrue(e.getMessage().contains(file.toString()) && e.getMessage().contains("older"), e.getMessage());
+        }
+    }
+
+    @Test
     void theProcessLaunchersPipesAreTheRuntimesNotOurs() throws IOException, InterruptedException {
         Map<Integer, String> before = OpenFds.snapshot();
         Process cat = new ProcessBuilder("cat").start(); // stdin, stdout and stderr: three pipes held by this JVM
