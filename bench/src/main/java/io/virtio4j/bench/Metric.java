@@ -67,15 +67,4 @@ public enum Metric {
         }
         return Summary.of(v);
     }
-
-    /** The metric whose JSON key or CLI name is {@code name} ("buffers_per_s" or "buffers-per-s"). */
-    public static Metric byKey(String name) {
-        String k = name.replace('-', '_');
-        for (Metric m : values()) {
-            if (m.key.equals(k)) {
-                return m;
-            }
-        }
-        throw new IllegalArgumentException("unknown metric '" + name + "'");
-    }
 }

@@ -40,7 +40,6 @@ public final class TunTap implements FramePort {
     // _IOW('T', nr, int) = 0x40045400 | nr, _IOR('T', nr, ...) = 0x80045400 | nr (linux/if_tun.h)
     private static final long TUNSETIFF = 0x400454caL;
     private static final long TUNGETIFF = 0x800454d2L;
-    private static final long TUNSETSNDBUF = 0x400454d4L;
     private static final long TUNGETVNETHDRSZ = 0x800454d7L;
     private static final long TUNSETVNETHDRSZ = 0x400454d8L;
 
@@ -164,22 +163,6 @@ public final class TunTap implements FramePort {
 
     public boolean isMultiQueue() {
         return (flags() & IFF_MULTI_QUEUE) != 0;
-    }
-
-    /**
-     * Bounds the bytes of written frames the kernel may hold at once (TUNSETSNDBUF); past it a write fails with
-     * EAGAIN. Unbounded by default, and the kernel usually consumes a written frame within the write, so a tap
-     * rarely pushes back.
-     */
-    public void sendBuffer(int bytes) {
-        if (bytes <= 0) {
-            throw new IllegalArgumentException("send buffer must be positive: " + bytes);
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment v = arena.allocate(JAVA_INT);
-            v.set(JAVA_INT, 0, bytes);
-            ioctl(fd, "TUNSETSNDBUF(" + name + ")", TUNSETSNDBUF, v);
-        }
     }
 
     /**

@@ -41,23 +41,6 @@ public final class QueueCounters {
         spuriousWakeups = enableCalls = disableCalls = errors = 0;
     }
 
-    public void addTo(QueueCounters sum) {
-        sum.buffers += buffers;
-        sum.completions += completions;
-        sum.kicksSent += kicksSent;
-        sum.kicksSuppressed += kicksSuppressed;
-        sum.notificationsSent += notificationsSent;
-        sum.notificationsSuppressed += notificationsSuppressed;
-        sum.availIdxReads += availIdxReads;
-        sum.availIdxWrites += availIdxWrites;
-        sum.usedIdxReads += usedIdxReads;
-        sum.usedIdxWrites += usedIdxWrites;
-        sum.spuriousWakeups += spuriousWakeups;
-        sum.enableCalls += enableCalls;
-        sum.disableCalls += disableCalls;
-        sum.errors += errors;
-    }
-
     @Override
     public String toString() {
         return "buffers=" + buffers + " completions=" + completions
