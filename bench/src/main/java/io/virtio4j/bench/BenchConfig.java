@@ -75,7 +75,8 @@ public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int c
         String v = value.trim().toLowerCase(Locale.ROOT);
         Map<String, String> m = toMap();
         if (!m.containsKey(key)) {
-            throw new IllegalArgumentException("unknown option '" + key + "'; known: " + String.join(", ", m.keySet()));
+            throw new InvalidBenchOptionException("%s is not a benchmark option; known: "
+                    + InvalidBenchOptionException.literal(String.join(", ", m.keySet())), key);
         }
         m.put(key, v);
         return fromMap(m);

@@ -22,6 +22,15 @@ class BenchOptionErrorsTest {
     }
 
     @Test
+    void anUnknownOptionIsRefusedNamingIt() {
+        InvalidBenchOptionException e = assertThrows(InvalidBenchOptionException.class,
+                () -> BenchConfig.defaults().with("ring-sise", "64"));
+        assertEquals(List.of("ring-sise"), e.options());
+        assertEquals(true, e.getMessage().startsWith("ring-sise is not a benchmark option; known: bufs, ring-size"),
+                e.getMessage());
+    }
+
+    @Test
     void aRuleOverSeveralOptionsNamesEachAndTheFrontEndRenamesThem() {
         InvalidBenchOptionException e = assertThrows(InvalidBenchOptionException.class,
                 () -> BenchConfig.defaults().with("chain", "1").with("indirect", "true"));
