@@ -46,6 +46,62 @@ final class Converters {
         }
     }
 
+    /** How the receive and the transmit queue of every pair wait: {@code --notify MODE} or {@code rx=MODE,tx=MODE}. */
+    record PairNotification(NotificationMode rx, NotificationMode tx) {
+        /** One mode per virtqueue of {@code pairs} pairs: receive queues at even indexes, transmit at odd. */
+        NotificationMode[] perQueue(int pairs) {
+            NotificationMode[] m = new NotificationMode[Math.max(0, 2 * pairs)];
+            for (int q = 0; q < m.length; q++) {
+                m[q] = q % 2 == 0 ? rx : tx;
+            }
+            return m;
+        }
+
+        boolean uniform() {
+            return rx == tx;
+        }
+
+        String describe() {
+            return uniform() ? name(rx) : "rx " + name(rx) + ", tx " + name(tx);
+        }
+
+        private static String name(NotificationMode m) {
+            return m.name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    static final class PairNotificationConverter implements ITypeConverter<PairNotification> {
+        @Override
+        public PairNotification convert(String v) {
+            if (!v.contains("=")) {
+                NotificationMode m = parse(NotificationMode.class, v);
+                return new PairNotification(m, m);
+            }
+            NotificationMode rx = null;
+            NotificationMode tx = null;
+            for (String part : v.split(",", -1)) {
+                int eq = part.indexOf('=');
+                String role = eq < 0 ? part.trim() : part.substring(0, eq).trim().toLowerCase(Locale.ROOT);
+                if (eq < 0 || !(role.equals("rx") || role.equals("tx"))) {
+                    throw new TypeConversionException("'" + part + "' is not rx=MODE or tx=MODE");
+                }
+                NotificationMode m = parse(NotificationMode.class, part.substring(eq + 1));
+                if (role.equals("rx") ? rx != null : tx != null) {
+                    throw new TypeConversionException(role + " is given twice in '" + v + "'");
+                }
+                if (role.equals("rx")) {
+                    rx = m;
+                } else {
+                    tx = m;
+                }
+            }
+            if (rx == null || tx == null) {
+                throw new TypeConversionException("'" + v + "' needs both rx=MODE and tx=MODE");
+            }
+            return new PairNotification(rx, tx);
+        }
+    }
+
     /** rxonly | macswap | loopback | tap:NAME; the tap name is checked when the tap is opened. */
     static io.virtio4j.devices.net.NetMode netMode(String v, io.virtio4j.devices.net.TapPolling polling) {
         String m = v.trim();

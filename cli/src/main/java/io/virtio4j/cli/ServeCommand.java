@@ -59,9 +59,11 @@ public final class ServeCommand {
                 + "only after a write hit EAGAIN (on-eagain, vhost-net today) or always (always, before) (default on-eagain)",
                 converter = Converters.TxPollConverter.class)
         TapPolling.TxPoll txPoll = TapPolling.TxPoll.ON_EAGAIN;
-        @Option(names = "--notify", paramLabel = "MODE", description = "poll | notify | hybrid: how queue threads wait "
-                + "(default poll; tap mode: notify, the only one it takes)", converter = Converters.ModeConverter.class)
-        NotificationMode notification;
+        @Option(names = "--notify", paramLabel = "MODE|rx=MODE,tx=MODE", description = "poll | notify | hybrid: how "
+                + "queue threads wait, for every queue or per role (a pair's thread sleeps only when both its queues "
+                + "may be slept on) (default poll; tap mode: notify, the only one it takes)",
+                converter = Converters.PairNotificationConverter.class)
+        Converters.PairNotification notification;
         @Option(names = "--hybrid-spin-ns", description = "hybrid: spin this long before sleeping (default ${DEFAULT-VALUE})")
         long hybridSpinNanos = 50_000;
         @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
@@ -87,11 +89,13 @@ public final class ServeCommand {
             NetMode netMode = Converters.netMode(mode, polling);
             boolean tapMode = netMode instanceof NetMode.Tap;
             if (notification == null) {
-                notification = tapMode ? NotificationMode.NOTIFY : NotificationMode.POLL;
+                NotificationMode m = tapMode ? NotificationMode.NOTIFY : NotificationMode.POLL;
+                notification = new Converters.PairNotification(m, m);
             }
             NetDevice.Options options;
             try {
-                options = new NetDevice.Options(queues, netMode, notification, hybridSpinNanos, weight, cpus, macBytes, mtu);
+                options = new NetDevice.Options(queues, netMode, notification.perQueue(queues), hybridSpinNanos, weight, cpus,
+                        macBytes, mtu);
             } catch (InvalidNetOptionException e) {
                 throw new ParameterException(spec.commandLine(), Converters.netFlag(e.option()) + ": " + e.getMessage());
             }
@@ -115,7 +119,7 @@ public final class ServeCommand {
             }, "virtio4j-shutdown"));
             String how = tapMode
                     ? "tap " + device.tapName() + ", " + polling.describe() + ", weight " + weight + ", notify"
-                    : notification.name().toLowerCase(Locale.ROOT);
+                    : notification.describe();
             System.out.printf(Locale.ROOT, "virtio4j serve net: %d queue pair(s), mode %s, %s, barriers %s, cached-avail %s%n",
                     queues, tapMode ? "tap" : mode.trim().toLowerCase(Locale.ROOT), how,
                     barriers.name().toLowerCase(Locale.ROOT), cachedAvail ? "on" : "off");
