@@ -123,7 +123,9 @@ public final class QueueRunner implements AutoCloseable {
      * returns once the worker has it. On a dead runner the queue is broken and its error eventfd signalled
      * instead, and it counts as handed over all the same (a {@link #detach} takes it back).
      *
-     * @throws WorkerUnresponsiveException when the worker does not take it in time
+     * @throws WorkerUnresponsiveException when the worker does not answer in time: q is not attached (the worker
+     *                                     may hold it all the same), and the runner is poisoned (see the class
+     *                                     comment)
      * @throws LinuxException              when its kick eventfd cannot be watched (the queue is not attached)
      */
     public void attach(QueueContext q, NotificationMode mode) {
@@ -175,7 +177,8 @@ public final class QueueRunner implements AutoCloseable {
      *
      * @throws WorkerUnresponsiveException when the worker does not answer in time: it may still hold the queue, so
      *                                     the caller must treat the ring as lost; the runner is poisoned (see the
-     *                                     class comment) and every queue it held is broken
+     *                                     class comment): every queue it held is reported lost and broken by the
+     *                                     worker when it comes back
      */
     public void detach(int index) {
         QueueContext q = index >= 0 && index < MAX_QUEUES ? handedOver[index] : null;
@@ -284,7 +287,7 @@ public final class QueueRunner implements AutoCloseable {
             worker.onStart(arena, epoll);
             loop();
             if (mailbox.poisoned()) {
-                breakAttached(new WorkerUnresponsiveException(name + " did not answer in time", null));
+                breakAttached(mailbox.unanswered());
             }
         } catch (Throwable t) {
             die(t);
@@ -298,8 +301,9 @@ public final class QueueRunner implements AutoCloseable {
     }
 
     private void loop() {
-        // The poison is checked after each call that may be the one that got stuck (a request in drain, a pass):
-        // once it is set, the control thread has broken our queues and the connection may close their fds.
+        // The poison is checked after each call that may be the one that got stuck (a request in drain, a pass,
+        // the arming): the control thread wrote it (volatile) before it let the connection go on, which may then
+        // close our queues' fds, so a worker that reads it set stops before it reads a kick again.
         while (!stop && !mailbox.poisoned()) {
             boolean mail = mailbox.drain();
             if (mailbox.poisoned()) {
@@ -358,7 +362,7 @@ public final class QueueRunner implements AutoCloseable {
     /** Why the worker serves nothing: its death, or the request it did not answer. */
     private Throwable lostWorker() {
         Throwable t = mailbox.death();
-        return t != null ? t : new WorkerUnresponsiveException(name + " stopped answering earlier", null);
+        return t != null ? t : mailbox.unanswered();
     }
 
     /**

@@ -121,6 +121,11 @@ final class WorkerMailbox implements AutoCloseable {
         return unresponsive != null;
     }
 
+    /** What the first unanswered request failed with, or null (see {@link #poisoned()}). */
+    WorkerUnresponsiveException unanswered() {
+        return unresponsive;
+    }
+
     private WorkerDeadException unwrap(Exception e) {
         Throwable t = e.getCause();
         return t instanceof WorkerDeadException d ? d : new WorkerDeadException(owner, t);
