@@ -108,7 +108,6 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
     /** Tap mode: one port per queue pair. */
     private final FramePort[] ports;
     private final boolean ownsPorts;
-    private volatile long negotiated;
 
     /** A device as {@code options} say; in tap mode it opens (or creates) the tap now. */
     public NetDevice(Options options) {
@@ -202,11 +201,6 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
         return b.array();
     }
 
-    @Override
-    public void featuresNegotiated(long features) {
-        negotiated = features;
-    }
-
     /**
      * Hands the queue to its pair's runner (started on first use).
      *
@@ -245,10 +239,11 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
         if (runners[pair] == null) {
             int[] cpus = options.cpus();
             int cpu = cpus.length == 0 ? -1 : cpus[pair % cpus.length];
-            boolean mergeable = VirtioFeatures.has(negotiated, NetFeatures.MRG_RXBUF);
+            // Per-ring rules (merged receive buffers) come with each attached ring's features, not from here:
+            // the runner outlives a renegotiation while the rings are stopped.
             works[pair] = switch (options.mode()) {
-                case NetMode.Tap t -> new TapBridgeWorker(pair, ports[pair], t.polling(), options.weight(), mergeable);
-                case NetMode.Reflect r -> new ReflectorWorker(pair, r.reflection(), options.weight(), mergeable);
+                case NetMode.Tap t -> new TapBridgeWorker(pair, ports[pair], t.polling(), options.weight());
+                case NetMode.Reflect r -> new ReflectorWorker(pair, r.reflection(), options.weight());
             };
             runners[pair] = new QueueRunner("virtio4j-net-pair" + pair, cpu, options.hybridSpinNanos(), works[pair]);
         }

@@ -68,10 +68,6 @@ public final class NetStats {
         return kicks;
     }
 
-    public long rxKicks() {
-        return rxKicks;
-    }
-
     public long notifications() {
         return notifications;
     }

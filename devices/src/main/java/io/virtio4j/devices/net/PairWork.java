@@ -11,22 +11,6 @@ sealed interface PairWork extends QueueWorker permits ReflectorWorker, TapBridge
     /** The pair's counters, written by the runner's thread. */
     NetStats stats();
 
-    static boolean isReceive(int queueIndex) {
-        return queueIndex % 2 == 0;
-    }
-
-    /**
-     * The delivery to a receive queue just attached. Its kicks are switched off: a net device looks for receive
-     * buffers when it has a frame, and asks for a kick only while a frame waits for them (with EVENT_IDX this
-     * leaves avail_event behind).
-     */
-    static RxDelivery receiveQueue(QueueContext q, boolean mergeable) {
-        if (!q.queue().isBroken()) {
-            q.queue().disableKicks();
-        }
-        return new RxDelivery(q.queue(), mergeable);
-    }
-
     /** Publishes the used elements pushed on {@code q} and notifies the driver if it asked; counts notifications. */
     default void flush(QueueContext q) {
         if (q != null && !q.queue().isBroken() && q.queue().flushUsed()) {

@@ -3,7 +3,6 @@ package io.virtio4j.devices.net;
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.SplitDeviceQueue;
 import io.virtio4j.core.error.VirtqueueException;
-import io.virtio4j.devices.worker.KickSwitch;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.vhost.backend.QueueContext;
 
@@ -28,22 +27,17 @@ final class ReflectorWorker implements PairWork {
     private final int pair;
     private final NetMode.Reflection reflection;
     private final int weight;
-    private final boolean mergeable;
     private final NetStats stats = new NetStats();
 
     // ---- runner-thread state ----
-    private QueueContext rx;
-    private QueueContext tx;
-    private RxDelivery delivery;
+    private final PairQueues queues = new PairQueues();
     /** A transmitted frame, header first, copied out of guest memory. */
     private MemorySegment frame;
-    private final KickSwitch txKickRequest = new KickSwitch();
 
-    ReflectorWorker(int pair, NetMode.Reflection reflection, int weight, boolean mergeable) {
+    ReflectorWorker(int pair, NetMode.Reflection reflection, int weight) {
         this.pair = pair;
         this.reflection = reflection;
         this.weight = weight;
-        this.mergeable = mergeable;
     }
 
     @Override
@@ -56,53 +50,43 @@ final class ReflectorWorker implements PairWork {
         frame = arena.allocate(NetFeatures.HDR_LEN + MAX_FRAME, 64);
     }
 
+    /** The receive queue is never waited on: a frame finding no buffer is dropped. */
     @Override
     public void onAttach(QueueContext q) {
-        if (PairWork.isReceive(q.index())) {
-            rx = q;
-            delivery = PairWork.receiveQueue(q, mergeable); // never waited on: a frame finding no buffer is dropped
-        } else {
-            tx = q;
-            txKickRequest.reset();
-            // A kick that came before the ring started is not lost: the next pass looks at the ring anyway.
-        }
+        queues.attach(q);
     }
 
     @Override
     public void onDetach(QueueContext q) {
         flush(q);
-        if (q == rx) {
-            rx = null;
-            delivery = null;
-        } else if (q == tx) {
-            tx = null;
-            txKickRequest.reset();
-        }
+        queues.detach(q);
     }
 
     @Override
     public void onKick(QueueContext q) {
-        if (q == tx) {
-            stats.kicks++;
-        } else {
-            stats.rxKicks++;
-        }
+        queues.kicked(q);
     }
 
     @Override
     public boolean prepareSleep() {
-        return txKickRequest.arm(tx);
+        return queues.txKick.arm(queues.tx);
     }
 
     @Override
     public void onWake(int events) {
-        txKickRequest.disarm(tx);
+        queues.txKick.disarm(queues.tx);
+    }
+
+    @Override
+    public void onStop() {
+        queues.foldKicks(stats);
     }
 
     /** One bounded pass over the transmit queue; returns the frames handled. */
     @Override
     public int doWork() {
-        QueueContext t = tx;
+        queues.foldKicks(stats);
+        QueueContext t = queues.tx;
         if (t == null || t.queue().isBroken()) {
             return 0;
         }
@@ -143,7 +127,7 @@ final class ReflectorWorker implements PairWork {
         }
         if (n > 0) {
             flush(t);
-            flush(rx);
+            flush(queues.rx);
             stats.fromGuestPackets += packets;
             stats.fromGuestBytes += bytes;
             stats.fromGuestDrops += drops;
@@ -158,7 +142,7 @@ final class ReflectorWorker implements PairWork {
      * delivered (no receive ring, not enough buffers, or see {@link RxDelivery}).
      */
     private boolean reflect(long total) {
-        QueueContext r = rx;
+        QueueContext r = queues.rx;
         if (r == null || !r.enabled() || r.queue().isBroken()) {
             return false;
         }
@@ -171,7 +155,7 @@ final class ReflectorWorker implements PairWork {
             }
         }
         try {
-            return delivery.deliver(frame, total) == RxDelivery.DELIVERED;
+            return queues.delivery.deliver(frame, total) == RxDelivery.DELIVERED;
         } catch (VirtqueueException e) {
             LOG.warning("queue pair " + pair + ": receive queue " + r.index() + " broken: " + e.getMessage());
             return false;

@@ -3,7 +3,6 @@ package io.virtio4j.devices.net;
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.SplitDeviceQueue;
 import io.virtio4j.core.error.VirtqueueException;
-import io.virtio4j.devices.worker.KickSwitch;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.os.Errno;
@@ -68,14 +67,11 @@ final class TapBridgeWorker implements PairWork {
     private final FramePort port;
     private final TapPolling polling;
     private final int weight;
-    private final boolean mergeable;
     private final NetStats stats = new NetStats();
 
     // ---- runner-thread state ----
-    private QueueContext rx;
-    private QueueContext tx;
+    private final PairQueues queues = new PairQueues();
     private Epoll epoll;
-    private RxDelivery delivery;
     /** Tap to guest: a frame read from the tap, header first. */
     private MemorySegment rxFrame;
     /** Guest to tap: a transmitted frame copied out of guest memory, header first. */
@@ -92,8 +88,6 @@ final class TapBridgeWorker implements PairWork {
     private int tapMask;
     /** A frame waits and the receive ring had no buffer for it: wait for the guest's receive kick. */
     private boolean rxStarved;
-    private final KickSwitch txKickRequest = new KickSwitch();
-    private final KickSwitch rxKickRequest = new KickSwitch();
     /** The pass that follows a wake-up: if it finds nothing to do, the wake-up was spurious. */
     private boolean woke;
     private boolean loggedTxError;
@@ -101,15 +95,12 @@ final class TapBridgeWorker implements PairWork {
     // per-round counters, folded into the volatile stats once per handler run
     private long wakeups;
     private long spurious;
-    private long kicks;
-    private long rxKicks;
 
-    TapBridgeWorker(int pair, FramePort port, TapPolling polling, int weight, boolean mergeable) {
+    TapBridgeWorker(int pair, FramePort port, TapPolling polling, int weight) {
         this.pair = pair;
         this.port = port;
         this.polling = polling;
         this.weight = weight;
-        this.mergeable = mergeable;
     }
 
     @Override
@@ -126,30 +117,17 @@ final class TapBridgeWorker implements PairWork {
 
     @Override
     public void onAttach(QueueContext q) {
-        if (PairWork.isReceive(q.index())) {
-            rx = q;
-            delivery = PairWork.receiveQueue(q, mergeable);
+        if (queues.attach(q)) {
             rxStarved = false;
-            rxKickRequest.reset();
             tapReadable = true; // frames may have queued up while there was no ring: look
-        } else {
-            tx = q;
-            txKickRequest.reset();
-            // A kick that came before the ring started is not lost: the next pass looks at the ring anyway.
         }
     }
 
     @Override
     public void onDetach(QueueContext q) {
         flush(q);
-        if (q == rx) {
-            rx = null;
-            delivery = null;
+        if (queues.detach(q)) {
             rxStarved = false;
-            rxKickRequest.reset();
-        } else if (q == tx) {
-            tx = null;
-            txKickRequest.reset();
         }
     }
 
@@ -179,7 +157,7 @@ final class TapBridgeWorker implements PairWork {
 
     /** One bounded run over the transmit ring: each frame copied out and written to the tap. Returns frames taken. */
     private int handleTx() {
-        QueueContext t = tx;
+        QueueContext t = queues.tx;
         if (t == null || t.queue().isBroken()) {
             return 0;
         }
@@ -260,7 +238,7 @@ final class TapBridgeWorker implements PairWork {
 
     /** One bounded run from the tap into the receive ring. Returns the frames taken off the tap. */
     private int handleRx() {
-        QueueContext r = rx;
+        QueueContext r = queues.rx;
         if (r == null || !r.enabled() || r.queue().isBroken() || tapFailed || rxStarved) {
             return 0;
         }
@@ -293,7 +271,7 @@ final class TapBridgeWorker implements PairWork {
                     }
                     pendingLen = len;
                 }
-                int outcome = delivery.deliver(rxFrame, pendingLen);
+                int outcome = queues.delivery.deliver(rxFrame, pendingLen);
                 if (outcome == RxDelivery.NO_BUFFERS) {
                     // Keep the frame and wait for the guest to post buffers: see sleep(), which asks for its kick.
                     rxStarved = true;
@@ -352,7 +330,7 @@ final class TapBridgeWorker implements PairWork {
     private void updateTapRegistration() {
         int want = 0;
         if (!tapFailed) {
-            boolean watchRx = !polling.rxPollStop() || (rx != null && !tapReadable && pendingLen < 0);
+            boolean watchRx = !polling.rxPollStop() || (queues.rx != null && !tapReadable && pendingLen < 0);
             if (watchRx) {
                 want |= Epoll.EPOLLIN;
             }
@@ -380,10 +358,11 @@ final class TapBridgeWorker implements PairWork {
     @Override
     public boolean prepareSleep() {
         // The transmit ring is only worth a kick while the tap takes frames (or they are dropped anyway).
-        if ((tapWritable || tx == null || !tx.enabled() || tapFailed) && !txKickRequest.arm(tx)) {
+        QueueContext tx = queues.tx;
+        if ((tapWritable || tx == null || !tx.enabled() || tapFailed) && !queues.txKick.arm(tx)) {
             return false; // buffers arrived while arming: serve them
         }
-        if (rxStarved && !rxKickRequest.arm(rx)) {
+        if (rxStarved && !queues.rxKick.arm(queues.rx)) {
             rxStarved = false; // the guest posted buffers meanwhile: deliver
             return false;
         }
@@ -406,11 +385,7 @@ final class TapBridgeWorker implements PairWork {
 
     @Override
     public void onKick(QueueContext q) {
-        if (q == tx) {
-            kicks++;
-        } else if (q == rx) {
-            rxKicks++;
-        }
+        queues.kicked(q);
     }
 
     /** Records what woke us and disarms the kicks again for the next pass. */
@@ -421,8 +396,8 @@ final class TapBridgeWorker implements PairWork {
             woke = true;
         }
         // Working again: kicks are not needed while we look at the rings ourselves.
-        txKickRequest.disarm(tx);
-        rxKickRequest.disarm(rx);
+        queues.txKick.disarm(queues.tx);
+        queues.rxKick.disarm(queues.rx);
         rxStarved = false; // look at the receive ring again; starving again costs one pop
         if (tapWritable && polling.txPoll() == TapPolling.TxPoll.ON_EAGAIN && (tapMask & Epoll.EPOLLOUT) != 0) {
             updateTapRegistration(); // EPOLLOUT came: stop watching for it
@@ -438,13 +413,6 @@ final class TapBridgeWorker implements PairWork {
             stats.spuriousWakeups += spurious;
             spurious = 0;
         }
-        if (kicks != 0) {
-            stats.kicks += kicks;
-            kicks = 0;
-        }
-        if (rxKicks != 0) {
-            stats.rxKicks += rxKicks;
-            rxKicks = 0;
-        }
+        queues.foldKicks(stats);
     }
 }

@@ -31,6 +31,20 @@ import java.util.logging.Logger;
  * dead runner breaks the queue the same way, detaching returns at once (nothing touches the queue), and
  * {@link #close()} joins a thread that has already ended: the control thread never waits for a dead worker, and
  * the connection goes on answering.
+ *
+ * <h2>A worker that does not answer</h2>
+ * When the worker does not take a request in time, or takes it and does not finish it (a pass or a request that
+ * does not end), the request fails with {@link WorkerUnresponsiveException} and the runner is poisoned for good:
+ * the worker may hold queues, or be half way through the request, and will never be asked to give them back. So
+ * the control thread signals the error eventfd of every queue it handed over (and of the one it was handing
+ * over), and from then on treats the runner as dead: a later attach breaks its queue at once, a detach returns at
+ * once. The queues the worker may hold stay its own to break (a queue's state is its owner thread's): once it
+ * comes back, it sees the poison before it sleeps again, breaks them ({@link QueueAbandonedException}: a queue
+ * object only, no fd, no guest memory) and ends, reading no kick eventfd and signalling nothing. Ownership then:
+ * the runner's own fds (epoll set, mailbox eventfd) stay open as long as the thread may run ({@link #close()}
+ * leaves them to it); the queues' kick, call and error eventfds and the guest mappings stay the connection's,
+ * which closes them when it ends. Only a worker stuck inside a device call may still touch a ring then, and a ring
+ * access after the mappings went fails on their closed arena rather than reading freed memory.
  */
 public final class QueueRunner implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(QueueRunner.class.getName());
@@ -109,7 +123,9 @@ public final class QueueRunner implements AutoCloseable {
      * returns once the worker has it. On a dead runner the queue is broken and its error eventfd signalled
      * instead, and it counts as handed over all the same (a {@link #detach} takes it back).
      *
-     * @throws WorkerUnresponsiveException when the worker does not take it in time
+     * @throws WorkerUnresponsiveException when the worker does not answer in time: q is not attached (the worker
+     *                                     may hold it all the same), and the runner is poisoned (see the class
+     *                                     comment)
      * @throws LinuxException              when its kick eventfd cannot be watched (the queue is not attached)
      */
     public void attach(QueueContext q, NotificationMode mode) {
@@ -119,9 +135,9 @@ public final class QueueRunner implements AutoCloseable {
         if (handedOver[q.index()] != null) {
             throw new IllegalStateException(name + ": queue " + q.index() + " is attached already");
         }
-        if (mailbox.death() != null) {
+        if (mailbox.death() != null || mailbox.poisoned()) {
             handedOver[q.index()] = q;
-            abandonFromControl(q);
+            abandonFromControl(q, lostWorker());
             return;
         }
         if (q.kick() != null) {
@@ -143,21 +159,26 @@ public final class QueueRunner implements AutoCloseable {
             // Either the worker broke q while dying (it had it) or it never saw it: after the join, q is ours.
             handedOver[q.index()] = q;
             awaitEnd();
-            abandonFromControl(q);
+            abandonFromControl(q, lostWorker());
         } catch (WorkerUnresponsiveException e) {
+            // The worker may have set q up (it took the request) or not (withdrawn): q is lost either way, and so
+            // is every queue it holds. q is not handed over: the front-end may restart the ring, and that start is
+            // then broken at once like any start on a poisoned runner.
             unwatch(q);
+            reportLost(q, e);
+            reportHandedOverLost(e);
             throw e;
         }
     }
 
     /**
      * Control thread (one call at a time): takes queue {@code index} away, if it was handed over; returns only once
-     * the worker no longer touches it (at once when the worker is dead).
+     * the worker no longer touches it (at once when the worker is dead or poisoned).
      *
      * @throws WorkerUnresponsiveException when the worker does not answer in time: it may still hold the queue, so
-     *                                     the caller must treat the ring as lost (the connection ends; once the
-     *                                     mappings go, a late access fails on its closed arena instead of
-     *                                     touching freed memory)
+     *                                     the caller must treat the ring as lost; the runner is poisoned (see the
+     *                                     class comment): every queue it held is reported lost and broken by the
+     *                                     worker when it comes back
      */
     public void detach(int index) {
         QueueContext q = index >= 0 && index < MAX_QUEUES ? handedOver[index] : null;
@@ -166,7 +187,7 @@ public final class QueueRunner implements AutoCloseable {
         }
         handedOver[index] = null;
         try {
-            if (mailbox.death() == null) {
+            if (mailbox.death() == null && !mailbox.poisoned()) {
                 mailbox.runOnWorker(() -> {
                     if (queues[q.index()] == q) {
                         worker.onDetach(q);
@@ -180,6 +201,10 @@ public final class QueueRunner implements AutoCloseable {
         } catch (WorkerDeadException e) {
             // Dead before or while detaching: the thread ends without touching q again.
             LOG.fine(name + ": detaching queue " + q.index() + " from a dead worker");
+        } catch (WorkerUnresponsiveException e) {
+            reportLost(q, e);
+            reportHandedOverLost(e);
+            throw e;
         } finally {
             unwatch(q);
         }
@@ -231,6 +256,25 @@ public final class QueueRunner implements AutoCloseable {
         return new IdleWait(m, hybridSpinNanos);
     }
 
+    /**
+     * Worker thread, ending of a throwable or of a poison: breaks every queue it holds. Signals their error
+     * eventfds only when not poisoned: after a poison the control thread has signalled them, and the connection
+     * may have closed them since.
+     */
+    private void breakAttached(Throwable cause) {
+        boolean signal = !mailbox.poisoned();
+        for (int i = 0; i < MAX_QUEUES; i++) {
+            QueueContext q = queues[i];
+            if (q != null) {
+                queues[i] = null;
+                q.queue().fail(new QueueAbandonedException(q.index(), name, cause));
+                if (signal) {
+                    signalError(q);
+                }
+            }
+        }
+    }
+
     private void run() {
         if (cpu >= 0) {
             try {
@@ -242,6 +286,9 @@ public final class QueueRunner implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             worker.onStart(arena, epoll);
             loop();
+            if (mailbox.poisoned()) {
+                breakAttached(mailbox.unanswered());
+            }
         } catch (Throwable t) {
             die(t);
         } finally {
@@ -254,8 +301,14 @@ public final class QueueRunner implements AutoCloseable {
     }
 
     private void loop() {
-        while (!stop) {
+        // The poison is checked after each call that may be the one that got stuck (a request in drain, a pass,
+        // the arming): the control thread wrote it (volatile) before it let the connection go on, which may then
+        // close our queues' fds, so a worker that reads it set stops before it reads a kick again.
+        while (!stop && !mailbox.poisoned()) {
             boolean mail = mailbox.drain();
+            if (mailbox.poisoned()) {
+                break;
+            }
             int work = worker.doWork();
             if (work > 0 || mail) {
                 // Possibly cut short by the device's weight: go round again, so every queue and the mailbox get
@@ -266,8 +319,8 @@ public final class QueueRunner implements AutoCloseable {
             if (idle.spin()) {
                 continue;
             }
-            if (!worker.prepareSleep()) {
-                continue; // work turned up while arming: serve it
+            if (!worker.prepareSleep() || mailbox.poisoned()) {
+                continue; // work turned up while arming: serve it (or the loop's check ends it)
             }
             worker.onWake(sleep());
         }
@@ -284,9 +337,10 @@ public final class QueueRunner implements AutoCloseable {
                 events--;
             } else if (token >= DEVICE_TOKENS) {
                 worker.onEvent(token, epoll.events(i));
-            } else if (token >= 0 && token < MAX_QUEUES) {
+            } else if (token >= 0 && token < MAX_QUEUES && !mailbox.poisoned()) {
                 QueueContext q = queues[(int) token];
-                // A kick of a queue detached since the wait returned is left to its eventfd's next owner.
+                // A kick of a queue detached since the wait returned is left to its eventfd's next owner; after a
+                // poison (an onEvent or onKick above that got stuck) no kick is read: the connection owns them.
                 if (q != null && q.kick() != null && q.kick().tryRead() != 0) {
                     worker.onKick(q);
                 }
@@ -299,25 +353,50 @@ public final class QueueRunner implements AutoCloseable {
     private void die(Throwable t) {
         LOG.log(Level.SEVERE, name + " died: " + t, t);
         try {
-            for (int i = 0; i < MAX_QUEUES; i++) {
-                QueueContext q = queues[i];
-                if (q != null) {
-                    queues[i] = null;
-                    abandon(q, t);
-                }
-            }
+            breakAttached(t);
         } finally {
             mailbox.die(t); // whatever happened above, the control thread must not wait for this thread
         }
     }
 
-    private void abandonFromControl(QueueContext q) {
-        LOG.warning(name + " is dead: queue " + q.index() + " is not served");
-        abandon(q, mailbox.death());
+    /** Why the worker serves nothing: its death, or the request it did not answer. */
+    private Throwable lostWorker() {
+        Throwable t = mailbox.death();
+        return t != null ? t : mailbox.unanswered();
+    }
+
+    /**
+     * Control thread, for a queue no live worker holds (the worker is dead and joined, or never had it): breaks
+     * {@code q} and signals its error eventfd.
+     */
+    private void abandonFromControl(QueueContext q, Throwable cause) {
+        LOG.warning(name + " serves nothing (" + cause.getMessage() + "): queue " + q.index() + " is not served");
+        abandon(q, cause);
+    }
+
+    /**
+     * Control thread, on poisoning, for a queue the stuck worker may hold: tells the front-end through the error
+     * eventfd (still open: the connection is in the middle of the request). The worker breaks the queue itself.
+     */
+    private void reportLost(QueueContext q, Throwable cause) {
+        LOG.warning(name + " does not answer (" + cause.getMessage() + "): queue " + q.index() + " is not served");
+        signalError(q);
+    }
+
+    private void reportHandedOverLost(Throwable cause) {
+        for (QueueContext q : handedOver) {
+            if (q != null) {
+                reportLost(q, cause);
+            }
+        }
     }
 
     private void abandon(QueueContext q, Throwable cause) {
         q.queue().fail(new QueueAbandonedException(q.index(), name, cause));
+        signalError(q);
+    }
+
+    private void signalError(QueueContext q) {
         try {
             q.signalError();
         } catch (LinuxException e) {

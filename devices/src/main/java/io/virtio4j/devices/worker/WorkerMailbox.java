@@ -12,8 +12,10 @@ import java.util.concurrent.TimeoutException;
  * How the control thread gets the worker to do something and waits until it is done: the request goes into a
  * queue, an eventfd in the worker's epoll set wakes the worker, which runs requests between passes. Every wait is
  * bounded: a dead worker fails requests at once ({@link WorkerDeadException}), a live one that does not take a
- * request in time has it withdrawn ({@link WorkerUnresponsiveException}). So the control thread never hangs on
- * a worker.
+ * request in time has it withdrawn, one that takes it but does not finish it in time may still be running it
+ * ({@link WorkerUnresponsiveException} either way). So the control thread never hangs on a worker. After an
+ * unanswered request the mailbox is poisoned: every later request fails at once, and the worker, when it comes
+ * back, stops (the runner checks {@link #poisoned()}).
  */
 final class WorkerMailbox implements AutoCloseable {
     private record Mail(Runnable action, CompletableFuture<Void> done) {
@@ -24,6 +26,8 @@ final class WorkerMailbox implements AutoCloseable {
     private final String owner;
     private final long timeoutMillis;
     private volatile Throwable death;
+    /** The first request that went unanswered (control thread writes, once; both threads read), or null. */
+    private volatile WorkerUnresponsiveException unresponsive;
 
     WorkerMailbox(String owner, long timeoutMillis) {
         this.owner = owner;
@@ -35,8 +39,21 @@ final class WorkerMailbox implements AutoCloseable {
         return wake;
     }
 
-    /** Control thread: runs {@code action} on the worker and waits for it. */
+    /**
+     * Control thread: runs {@code action} on the worker and waits for it, at most twice the timeout (once for the
+     * worker to take it, once more for the request itself when the worker took it just as the first wait ran
+     * out). An interrupt does not cut the wait short (it is bounded anyway): it is kept and re-asserted on return,
+     * so that a request the worker is running is never reported as not answered.
+     *
+     * @throws WorkerDeadException         when the worker is dead, or dies of the request
+     * @throws WorkerUnresponsiveException when the worker did not answer in time, or did not earlier: the mailbox
+     *                                     is poisoned from then on (see {@link #poisoned()})
+     */
     void runOnWorker(Runnable action) {
+        WorkerUnresponsiveException stuck = unresponsive;
+        if (stuck != null) {
+            throw new WorkerUnresponsiveException(owner + " stopped answering earlier and serves nothing more", stuck);
+        }
         Mail mail = new Mail(action, new CompletableFuture<>());
         mails.add(mail);
         // The add (a volatile CAS) comes before this read of death, and the dying worker's write of death before
@@ -47,42 +64,71 @@ final class WorkerMailbox implements AutoCloseable {
         } else {
             wake.write(1);
         }
-        try {
-            mail.done().get(timeoutMillis, TimeUnit.MILLISECONDS);
-        } catch (TimeoutException | InterruptedException e) {
-            if (e instanceof InterruptedException) {
-                Thread.currentThread().interrupt();
-            }
-            if (mails.remove(mail)) {
-                throw new WorkerUnresponsiveException(owner, timeoutMillis);
-            }
-            awaitTaken(mail); // the worker took it just now: give the request itself the same time
-        } catch (ExecutionException e) {
-            throw unwrap(e);
+        if (awaitDone(mail)) {
+            return;
+        }
+        // The worker's poll and this remove both unlink the mail by a CAS on the same queue node, so exactly one
+        // of them wins: either the request is withdrawn here and never runs, or the worker has it (and runs it).
+        if (mails.remove(mail)) {
+            throw poison(owner + " did not take a request within " + timeoutMillis + " ms: it was withdrawn");
+        }
+        if (!awaitDone(mail)) { // the worker took it just now: give the request itself the same time
+            throw poison(owner + " took a request but did not finish it within " + timeoutMillis
+                    + " ms: it may still be running");
         }
     }
 
-    private void awaitTaken(Mail mail) {
+    /**
+     * Waits for the request, at most the timeout, not cut short by an interrupt; returns whether it was done.
+     * An interrupt that came before or during the wait is re-asserted on return.
+     */
+    private boolean awaitDone(Mail mail) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        boolean interrupted = false;
         try {
-            mail.done().get(timeoutMillis, TimeUnit.MILLISECONDS);
-        } catch (TimeoutException | InterruptedException e) {
-            if (e instanceof InterruptedException) {
+            while (true) {
+                try {
+                    mail.done().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                    return true;
+                } catch (InterruptedException e) {
+                    interrupted = true; // the throw cleared the flag: wait out the rest of the bounded time
+                } catch (TimeoutException e) {
+                    return false;
+                } catch (ExecutionException e) {
+                    throw unwrap(e);
+                }
+            }
+        } finally {
+            if (interrupted) {
                 Thread.currentThread().interrupt();
             }
-            throw new WorkerUnresponsiveException(owner, timeoutMillis);
-        } catch (ExecutionException e) {
-            throw unwrap(e);
         }
+    }
+
+    /** Control thread: from now on every request fails at once, and the worker stops at its next look. */
+    private WorkerUnresponsiveException poison(String why) {
+        WorkerUnresponsiveException e = new WorkerUnresponsiveException(why, null);
+        // A volatile write: the worker's next read of poisoned() sees it (it reads it between passes).
+        unresponsive = e;
+        return e;
+    }
+
+    /**
+     * Whether a request went unanswered: the worker is stuck (or was), it may hold a request or queues it will
+     * never be asked to give back, so it must stop touching anything that is not its own as soon as it looks.
+     */
+    boolean poisoned() {
+        return unresponsive != null;
+    }
+
+    /** What the first unanswered request failed with, or null (see {@link #poisoned()}). */
+    WorkerUnresponsiveException unanswered() {
+        return unresponsive;
     }
 
     private WorkerDeadException unwrap(Exception e) {
         Throwable t = e.getCause();
         return t instanceof WorkerDeadException d ? d : new WorkerDeadException(owner, t);
-    }
-
-    /** Whether a request waits to be taken (for tests). */
-    boolean hasPending() {
-        return !mails.isEmpty();
     }
 
     /** Worker: runs every pending request; returns whether there was any. */

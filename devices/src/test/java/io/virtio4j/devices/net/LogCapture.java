@@ -37,12 +37,12 @@ final class LogCapture implements AutoCloseable {
         logger.addHandler(handler);
     }
 
-    /** Waits (with a watchdog that fails the test) for a record at {@code level} whose message matches. */
     /** Every record captured so far. */
     List<LogRecord> records() {
         return List.copyOf(records);
     }
 
+    /** Waits (with a watchdog that fails the test) for a record at {@code level} whose message matches. */
     LogRecord await(Level level, Predicate<String> message) {
         long deadline = System.nanoTime() + WATCHDOG_NANOS;
         while (System.nanoTime() - deadline < 0) {

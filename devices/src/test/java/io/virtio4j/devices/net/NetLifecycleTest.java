@@ -1,7 +1,9 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.devices.net.GuestTraffic.RxFrame;
 import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import org.junit.jupiter.api.Test;
 
@@ -13,6 +15,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import static io.virtio4j.devices.net.GuestTraffic.addTx;
 import static io.virtio4j.devices.net.GuestTraffic.awaitTxDone;
 import static io.virtio4j.devices.net.GuestTraffic.connect;
+import static io.virtio4j.devices.net.GuestTraffic.echo;
 import static io.virtio4j.devices.net.GuestTraffic.receive;
 import static io.virtio4j.devices.net.GuestTraffic.refillRx;
 import static io.virtio4j.devices.net.GuestTraffic.transmitRandom;
@@ -24,6 +27,7 @@ import static io.virtio4j.devices.net.NetTrafficTest.stopAndStats;
 import static io.virtio4j.devices.net.NetTrafficTest.withBackend;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -218,6 +222,50 @@ class NetLifecycleTest {
                 }
                 g.frontend().setMemTable(List.of(g.region()));
                 echoAndCheck(g, 0, 300, 100, 0, false, new Random(15));
+            }
+        });
+    }
+
+    /**
+     * Features renegotiated while the rings are stopped (QEMU: stop, SET_FEATURES, start, as after a guest driver
+     * reload) hold for the restarted rings, though the pair's worker thread lives on: without MRG_RXBUF any more,
+     * a frame larger than one receive buffer is dropped (its buffer goes back unused) and never spread, and a frame
+     * that fits says num_buffers 1.
+     */
+    @Test
+    void featuresRenegotiatedWhileTheRingsAreStoppedHoldForTheRestartedRings() {
+        withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
+            NetDriver.Config merged = NetDriver.Config.defaults().withRxBufferSize(256);
+            try (NetDriver g = connect(backend.path(), merged)) {
+                Random rnd = new Random(19);
+                byte[] large = GuestTraffic.randomFrame(rnd, 1000);
+                assertEquals(4, echo(g, 0, List.of(large)).get(0).numBuffers(), "merged: spread over 4 buffers");
+                long txBase = 1;
+                assertEquals(txBase, g.frontend().getVringBase(1));
+                g.frontend().getVringBase(0);
+
+                g.frontend().setFeatures(merged.withMergeable(false).features()
+                        | ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES));
+                g.resetRings();
+                g.setUpRing(0, 0);
+                g.setUpRing(1, 0);
+                assertNotEquals(-1, backend.device().workerThreadId(0), "the pair's worker lives on");
+
+                byte[] small = GuestTraffic.randomFrame(rnd, 100);
+                refillRx(g, 0);
+                addTx(g, 0, large);
+                addTx(g, 0, small);
+                g.kickTx(0);
+                RxFrame got = receive(g, 0);
+                assertEquals(small.length, got.frame().length, "the large frame is not delivered; the small one is");
+                assertEquals(1, got.numBuffers(), "num_buffers without MRG_RXBUF");
+                assertEquals(1, got.usedLengths().length);
+                awaitTxDone(g, 0);
+                NetStats s = stopAndStats(backend, g, 0, 2);
+                assertEquals(1, s.fromGuestDrops(), "the large frame: no receive buffer holds it");
+                assertEquals(2, s.toGuestPackets(), "the large frame before, the small one after");
+                assertEquals(g.config().queueSize(), g.rxPosted(0) + 1, "every receive buffer but the small frame's is"
+                        + " still the guest's");
             }
         });
     }

@@ -1,17 +1,40 @@
 package io.virtio4j.devices.worker;
 
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.devices.net.NetDevice;
+import io.virtio4j.devices.net.NetMode;
+import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.os.EventFd;
+import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.vhost.backend.QueueContext;
+import io.virtio4j.vhost.backend.VirtioDevice;
+import io.virtio4j.vhost.frontend.VhostUserFrontend;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
+import io.virtio4j.vhost.protocol.Request;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The runner's own life, without queues: passes, a clean stop, a death. (With queues: DeadWorkerTest.) */
+/**
+ * The runner's own life: passes, a clean stop, a death (with queues over vhost-user: DeadWorkerTest), and a worker
+ * that stops answering, with queues from a device that only records them (the test attaches them itself).
+ */
 class QueueRunnerTest {
+    /** The runner's wait for a request in the unanswered-worker tests: the worker is stuck, so it always runs out. */
+    private static final long SHORT_TIMEOUT_MILLIS = 100;
 
     /** Counts passes and sleeps; throws from the pass numbered {@code dieAt} (0: never). */
     private static final class CountingWork implements QueueWorker {
@@ -75,5 +98,187 @@ class QueueRunnerTest {
         r.close(); // joins a thread that has ended (the @Timeout would catch a wait for ever)
         assertEquals(1, w.passes.get(), "no pass after the death");
         assertEquals(1, w.stops.get());
+    }
+
+    /** One queue pair that looks like a net device to the driver; it records its started queues and serves none. */
+    private static final class RecordingDevice implements VirtioDevice {
+        /** Only for its feature bits and config space: it starts no thread until a queue is started on it. */
+        private final NetDevice model = new NetDevice(new NetDevice.Options(1, NetMode.LOOPBACK,
+                NotificationMode.NOTIFY, 0, 64, new int[0], new byte[] {0x52, 0x54, 0, 0x12, 0x34, 0x56}, 1500));
+        final AtomicReferenceArray<QueueContext> started = new AtomicReferenceArray<>(2);
+
+        @Override
+        public long features() {
+            return model.features();
+        }
+
+        @Override
+        public int maxQueues() {
+            return 2;
+        }
+
+        @Override
+        public long protocolFeatures() {
+            return model.protocolFeatures();
+        }
+
+        @Override
+        public int reportedQueueCount() {
+            return model.reportedQueueCount();
+        }
+
+        @Override
+        public byte[] config() {
+            return model.config();
+        }
+
+        @Override
+        public void startQueue(int index, QueueContext queue) {
+            started.set(index, queue);
+        }
+
+        @Override
+        public void stopQueue(int index) {
+        }
+    }
+
+    /**
+     * A worker the test can get stuck: in a pass once {@code stallPass} is set, or in attaching queue 0 when
+     * {@code stallAttach0} is; {@code stuck} opens when it is stuck, {@code release} lets it go on.
+     */
+    private static final class StallingWork implements QueueWorker {
+        final AtomicInteger attaches0 = new AtomicInteger();
+        final AtomicInteger attaches = new AtomicInteger();
+        final CountDownLatch stuck = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+        volatile boolean stallPass;
+        volatile boolean stallAttach0;
+
+        private void stall() {
+            stuck.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        @Override
+        public void onAttach(QueueContext q) {
+            attaches.incrementAndGet();
+            if (q.index() == 0) {
+                attaches0.incrementAndGet();
+                if (stallAttach0) {
+                    stall();
+                }
+            }
+        }
+
+        @Override
+        public void onDetach(QueueContext q) {
+        }
+
+        @Override
+        public int doWork() {
+            if (stallPass) {
+                stall();
+            }
+            return 0;
+        }
+
+        @Override
+        public boolean prepareSleep() {
+            return true;
+        }
+    }
+
+    private static void setErrFd(VhostUserFrontend fe, int ring, EventFd err) {
+        fe.sendRaw(Request.SET_VRING_ERR.code(), ProtocolFeatures.VERSION,
+                ByteBuffer.allocate(8).order(ByteOrder.nativeOrder()).putLong(ring).array(), err.fileDescriptor());
+        fe.getFeatures(); // answered once SET_VRING_ERR is handled
+    }
+
+    /**
+     * A pass that does not end: the attach of the receive queue is withdrawn and fails, and the runner is poisoned
+     * for good: the transmit queue it holds is reported lost (error eventfd) and, once the worker comes back,
+     * broken by it; a later attach is broken at once and never reaches the worker, a detach returns at once.
+     */
+    @Test
+    @Timeout(60)
+    void aPassThatDoesNotEndPoisonsTheRunner() throws Exception {
+        withQueues((g, rx, tx, err) -> {
+            StallingWork w = new StallingWork();
+            QueueRunner r = new QueueRunner("stalling-pass", -1, 0, w, SHORT_TIMEOUT_MILLIS);
+            try {
+                r.attach(tx, NotificationMode.NOTIFY);
+                w.stallPass = true;
+                g.kickTx(0); // wakes the worker for a pass, which gets stuck
+                w.stuck.await();
+                assertThrows(WorkerUnresponsiveException.class, () -> r.attach(rx, NotificationMode.NOTIFY));
+                assertNotEquals(0, err.tryRead(), "the front-end hears its transmit ring is lost");
+                assertPoisoned(r, w, rx, 0);
+            } finally {
+                w.release.countDown();
+                r.close();
+            }
+            assertInstanceOf(QueueAbandonedException.class, tx.queue().violation(), "broken by the worker on its way out");
+            assertEquals(1, w.attaches.get());
+        });
+    }
+
+    /**
+     * A request the worker took but did not finish in time (its onAttach does not end): the attach fails, and when
+     * the worker finishes it, it has set the queue up but serves nothing: it breaks what it holds and ends. Attaching
+     * the same queue again does not reach the worker (no second set-up of one index).
+     */
+    @Test
+    @Timeout(60)
+    void aRequestTakenButNotFinishedInTimePoisonsTheRunner() throws Exception {
+        withQueues((g, rx, tx, err) -> {
+            StallingWork w = new StallingWork();
+            // Long enough that the idle worker takes the request in the first wait; should it not (a starved
+            // machine), the request is withdrawn instead and every assertion below holds all the same.
+            QueueRunner r = new QueueRunner("stalling-attach", -1, 0, w, 1_000);
+            try {
+                r.attach(tx, NotificationMode.NOTIFY);
+                w.stallAttach0 = true;
+                assertThrows(WorkerUnresponsiveException.class, () -> r.attach(rx, NotificationMode.NOTIFY));
+                assertPoisoned(r, w, rx, w.attaches0.get());
+                assertTrue(w.attaches0.get() <= 1);
+            } finally {
+                w.release.countDown();
+                r.close();
+            }
+            assertInstanceOf(QueueAbandonedException.class, tx.queue().violation(), "broken by the worker on its way out");
+            assertTrue(w.attaches0.get() <= 1, "queue 0 set up at most once");
+        });
+    }
+
+    /** After a poison: attaching {@code rx} again breaks it at once without the worker; detaching returns at once. */
+    private static void assertPoisoned(QueueRunner r, StallingWork w, QueueContext rx, int rxAttaches) {
+        r.attach(rx, NotificationMode.NOTIFY);
+        assertInstanceOf(QueueAbandonedException.class, rx.queue().violation(), "a later attach is broken at once");
+        assertEquals(rxAttaches, w.attaches0.get(), "a later attach does not reach the worker");
+        r.detach(0);
+        r.detach(1);
+        assertFalse(w.release.getCount() == 0, "the worker is still stuck: nothing above waited for it");
+    }
+
+    @FunctionalInterface
+    private interface QueuesBody {
+        void run(NetDriver g, QueueContext rx, QueueContext tx, EventFd txErr) throws Exception;
+    }
+
+    /** A driver connected in process to a {@link RecordingDevice}; {@code body} gets its two started queues. */
+    private static void withQueues(QueuesBody body) throws Exception {
+        RecordingDevice device = new RecordingDevice();
+        InProcessBackend.Connected c = InProcessBackend.start(device, "queue-runner-test");
+        try (NetDriver g = NetDriver.start(c.frontend(), NetDriver.Config.defaults());
+             EventFd err = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC)) {
+            setErrFd(g.frontend(), 1, err);
+            body.run(g, device.started.get(0), device.started.get(1), err);
+        } finally {
+            c.backend().awaitEnd();
+        }
     }
 }

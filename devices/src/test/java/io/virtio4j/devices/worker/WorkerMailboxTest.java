@@ -3,16 +3,21 @@ package io.virtio4j.devices.worker;
 import org.junit.jupiter.api.Test;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The mailbox never lets the control thread wait for ever, whatever the worker does. */
 class WorkerMailboxTest {
+    private static final long QUIET_MILLIS = 300;
 
     @Test
     void aDeadWorkerFailsRequestsAtOnceNamingWhyItDied() {
@@ -38,7 +43,7 @@ class WorkerMailboxTest {
                     return e;
                 }
             });
-            while (!m.hasPending()) {
+            while (m.wakeFd().tryRead() == 0) { // the request is added before the worker is woken for it
                 Thread.onSpinWait();
             }
             m.die(new Error("boom"));
@@ -60,10 +65,11 @@ class WorkerMailboxTest {
                     return e;
                 }
             });
-            while (!m.hasPending()) {
-                Thread.onSpinWait();
-            }
-            assertSame(bug, assertThrows(IllegalStateException.class, m::drain), "the worker dies of it");
+            assertSame(bug, assertThrows(IllegalStateException.class, () -> {
+                while (!m.drain()) { // until the request comes
+                    Thread.onSpinWait();
+                }
+            }), "the worker dies of it");
             Throwable got = caller.get(60, TimeUnit.SECONDS);
             assertTrue(got instanceof WorkerDeadException, String.valueOf(got));
             assertSame(bug, got.getCause());
@@ -71,12 +77,76 @@ class WorkerMailboxTest {
     }
 
     @Test
-    void anUnresponsiveWorkerHasTheRequestWithdrawn() {
+    void anUnresponsiveWorkerHasTheRequestWithdrawnAndEveryLaterOneFailsAtOnce() {
         try (WorkerMailbox m = new WorkerMailbox("test worker", 1)) {
             AtomicBoolean ran = new AtomicBoolean();
             assertThrows(WorkerUnresponsiveException.class, () -> m.runOnWorker(() -> ran.set(true)));
+            assertTrue(m.poisoned(), "the worker is to stop when it comes back");
             assertFalse(m.drain(), "a withdrawn request does not run later");
+            m.wakeFd().tryRead();
+            WorkerUnresponsiveException later = assertThrows(WorkerUnresponsiveException.class,
+                    () -> m.runOnWorker(() -> ran.set(true)));
+            assertTrue(later.getCause() instanceof WorkerUnresponsiveException, "names the first: " + later);
+            assertEquals(0, m.wakeFd().tryRead(), "a later request is not even posted");
+            assertFalse(m.drain());
             assertFalse(ran.get());
+        }
+    }
+
+    /**
+     * An interrupt of the waiting control thread while the worker runs its request does not turn it into "did not
+     * answer": the bounded wait goes on, the request's end is reported, and the interrupt is kept for the caller.
+     */
+    @Test
+    void anInterruptDoesNotCutShortTheWaitForARequestTheWorkerRuns() throws Exception {
+        try (WorkerMailbox m = new WorkerMailbox("test worker", 60_000)) {
+            CountDownLatch entered = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            Thread worker = new Thread(() -> {
+                while (!m.drain()) {
+                    Thread.onSpinWait();
+                }
+            }, "test-worker");
+            worker.setDaemon(true);
+            worker.start();
+            AtomicReference<Throwable> outcome = new AtomicReference<>();
+            AtomicBoolean interruptKept = new AtomicBoolean();
+            Thread caller = new Thread(() -> {
+                try {
+                    m.runOnWorker(() -> {
+                        entered.countDown();
+                        awaitUninterruptibly(release);
+                    });
+                } catch (RuntimeException e) {
+                    outcome.set(e);
+                }
+                interruptKept.set(Thread.currentThread().isInterrupted());
+            }, "test-caller");
+            caller.setDaemon(true);
+            caller.start();
+            assertTrue(entered.await(60, TimeUnit.SECONDS));
+            caller.interrupt();
+            // Give a caller that gives up on the interrupt time to do so before the request ends (this wait only
+            // ever lets a broken mailbox pass, never fails a good one).
+            caller.join(QUIET_MILLIS);
+            release.countDown();
+            caller.join(60_000);
+            worker.join(60_000);
+            assertFalse(caller.isAlive());
+            assertNull(outcome.get(), "the request ran and was reported done");
+            assertTrue(interruptKept.get(), "the interrupt is re-asserted for the caller");
+            assertFalse(m.poisoned());
+        }
+    }
+
+    private static void awaitUninterruptibly(CountDownLatch latch) {
+        while (true) {
+            try {
+                latch.await();
+                return;
+            } catch (InterruptedException e) {
+                // the test's worker thread is not interrupted; go on waiting
+            }
         }
     }
 }

@@ -6,23 +6,26 @@ import io.virtio4j.os.EventFd;
 
 /**
  * A started ring as a device sees it: the device-side queue over the front-end's memory, the kick eventfd to
- * wait on (null when the front-end asked the back-end to poll), and whether the ring is enabled.
+ * wait on (null when the front-end asked the back-end to poll), whether the ring is enabled, and the features it
+ * was started with.
  */
 public final class QueueContext {
     private final int index;
     private final SplitDeviceQueue queue;
     private final GuestMemory memory;
     private final EventFd kick;
+    private final long features;
     private volatile boolean enabled;
     /** SET_VRING_ERR's eventfd, or null; replaced by the control thread, read by the device's thread. */
     private volatile EventFd err;
 
-    QueueContext(int index, SplitDeviceQueue queue, GuestMemory memory, EventFd kick, boolean enabled) {
+    QueueContext(int index, SplitDeviceQueue queue, GuestMemory memory, EventFd kick, boolean enabled, long features) {
         this.index = index;
         this.queue = queue;
         this.memory = memory;
         this.kick = kick;
         this.enabled = enabled;
+        this.features = features;
     }
 
     public int index() {
@@ -35,6 +38,16 @@ public final class QueueContext {
 
     public GuestMemory memory() {
         return memory;
+    }
+
+    /**
+     * The virtio features negotiated when the ring started (as {@link VirtioDevice#featuresNegotiated} got them):
+     * they hold for this ring's life, since SET_FEATURES cannot change them while it runs. A device decides its
+     * per-ring rules (e.g. net's merged receive buffers) from these, not from the latest negotiation, which a
+     * front-end may change while the ring is stopped.
+     */
+    public long features() {
+        return features;
     }
 
     /** Kick eventfd, or null when the ring is to be polled. */

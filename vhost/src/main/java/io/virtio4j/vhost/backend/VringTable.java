@@ -9,6 +9,7 @@ import io.virtio4j.os.EventFd;
 import io.virtio4j.os.LinuxException;
 import io.virtio4j.vhost.memory.MemoryTable;
 import io.virtio4j.vhost.protocol.Message;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.protocol.VhostUserProtocolException;
 import io.virtio4j.vhost.protocol.VringAddress;
 import io.virtio4j.vhost.protocol.VringFd;
@@ -265,7 +266,8 @@ final class VringTable implements AutoCloseable {
         } catch (VirtqueueException e) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base, e.getMessage());
         }
-        QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled);
+        QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled,
+                features & ~ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES));
         context.err(v.err);
         try {
             device.startQueue(v.index, context);

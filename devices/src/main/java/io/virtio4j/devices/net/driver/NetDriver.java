@@ -99,11 +99,6 @@ public final class NetDriver implements AutoCloseable {
                     enableRings, eventFds, guestPhysBase, userBase);
         }
 
-        public Config withQueueSize(int v) {
-            return new Config(pairs, v, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase);
-        }
-
         public Config withRxBufferSize(int v) {
             return new Config(pairs, queueSize, v, mergeable, eventIdx, indirect, txSegments, replyAck,
                     enableRings, eventFds, guestPhysBase, userBase);
@@ -126,11 +121,6 @@ public final class NetDriver implements AutoCloseable {
 
         public Config withTxSegments(int v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, v, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase);
-        }
-
-        public Config withReplyAck(boolean v) {
-            return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, v,
                     enableRings, eventFds, guestPhysBase, userBase);
         }
 
@@ -437,11 +427,6 @@ public final class NetDriver implements AutoCloseable {
 
     public Config config() {
         return config;
-    }
-
-    /** Virtio features set with SET_FEATURES (bit 30 included). */
-    public long negotiatedFeatures() {
-        return negotiated;
     }
 
     /** Protocol features set with SET_PROTOCOL_FEATURES. */
