@@ -321,6 +321,33 @@ class HostileFrontendTest {
         OpenFds.assertBackTo(fds);
     }
 
+    /**
+     * Descriptors that arrive with the first bytes of a header belong to the back-end from that moment: when the
+     * rest of the header never comes (the peer closes) or comes with more descriptors, they are closed too.
+     */
+    @ParameterizedTest(name = "rest of the header with another fd: {0}")
+    @ValueSource(booleans = {false, true})
+    void aPartialHeaderWithDescriptorsThenThePeerClosing(boolean restWithAnFd) {
+        try (EventFd a = eventFd(); FileDescriptor mem = Memfd.create("hostile", MEM); EventFd b = eventFd()) {
+            Map<Integer, String> fds = OpenFds.snapshot();
+            assertTimeoutPreemptively(WATCHDOG, () -> {
+                try (UnixSocket s = UnixSocket.connect(server.path()); Arena arena = Arena.ofConfined()) {
+                    MemorySegment m = arena.allocate(12 + 8, 8);
+                    m.set(ValueLayout.JAVA_INT, 0, Request.SET_VRING_KICK.code());
+                    m.set(ValueLayout.JAVA_INT, 4, V);
+                    m.set(ValueLayout.JAVA_INT, 8, 8);
+                    s.sendmsg(m, 6, a.fileDescriptor(), mem);
+                    if (restWithAnFd) {
+                        s.sendmsg(m.asSlice(6), 6, b.fileDescriptor());
+                    }
+                }
+                assertNewConnectionAnswers();
+                server.assertServing();
+            });
+            OpenFds.assertBackTo(fds);
+        }
+    }
+
     // ---- protocol errors with REPLY_ACK: a failure reply, the connection goes on ----
 
     @Test
