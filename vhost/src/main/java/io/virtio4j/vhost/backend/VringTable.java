@@ -6,6 +6,7 @@ import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.os.EventFd;
+import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
 import io.virtio4j.vhost.memory.MemoryTable;
 import io.virtio4j.vhost.protocol.Message;
@@ -102,7 +103,14 @@ final class VringTable implements AutoCloseable {
     void setKick(Message m, VringFd p) throws VhostUserProtocolException {
         Vring v = ring(m.name(), p.index());
         EventFd kick = takeEventFd(m, p);
-        stop(v);
+        try {
+            stop(v);
+        } catch (RuntimeException e) {
+            if (kick != null) {
+                kick.close(); // owned by no ring yet
+            }
+            throw e;
+        }
         v.closeKick();
         v.kick = kick;
         v.kickSet = true;
@@ -238,13 +246,26 @@ final class VringTable implements AutoCloseable {
         return v;
     }
 
-    /** The eventfd the message carries, or null with NOFD; the fd count must agree with the flag. */
+    /**
+     * The eventfd the message carries, or null with NOFD; the fd count must agree with the flag. The caller owns
+     * what this returns; a descriptor that cannot be made a non-blocking eventfd is closed and refused.
+     */
     private static EventFd takeEventFd(Message m, VringFd p) throws VhostUserProtocolException {
         if (p.noFd() != (m.fdCount() == 0) || m.fdCount() > 1) {
             throw new VhostUserProtocolException(m.name(), "fds", m.fdCount(), p.noFd()
                     ? "NOFD is set but a descriptor came with the message" : "exactly one eventfd must come with it");
         }
-        return p.noFd() ? null : EventFd.adopt(m.takeFd(0));
+        if (p.noFd()) {
+            return null;
+        }
+        FileDescriptor fd = m.takeFd(0);
+        int number = fd.fd();
+        try {
+            return EventFd.adopt(fd);
+        } catch (LinuxException e) {
+            fd.close();
+            throw new VhostUserProtocolException(m.name(), "fd", number, "cannot be used as an eventfd: " + e.getMessage());
+        }
     }
 
     /**
@@ -273,6 +294,12 @@ final class VringTable implements AutoCloseable {
             // Not started: nothing of the ring was handed over, so nothing is to be taken back.
             throw new VhostUserProtocolException(request, "vring[" + v.index + "]", v.index,
                     "the device refused to start it: " + e.getMessage(), e);
+        } catch (LinuxException e) {
+            // The device could not use the front-end's descriptors (a kick epoll cannot watch, e.g. a memfd): the
+            // front-end's error, and as with a refusal the ring is not started.
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "].kick",
+                    v.kick != null ? v.kick.fileDescriptor().fd() : VringFd.NOFD,
+                    "the device cannot use the ring's descriptors: " + e.getMessage(), e);
         }
         v.queue = queue;
         v.started = context;

@@ -23,8 +23,11 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
@@ -595,6 +598,81 @@ class HostileFrontendTest {
                 expectFailureAck(fe, Request.ADD_MEM_REG.code());
                 fe.addMemReg(new VhostUserFrontend.Region(MEM, MEM, USER + MEM, 0, b));
             });
+        }
+    }
+
+    /** Ring 0 over {@code mem}, started with {@code kick}. */
+    private static void startRing0(VhostUserFrontend fe, FileDescriptor mem, EventFd kick, EventFd call) {
+        fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
+        fe.setVringNum(0, 256);
+        fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+        fe.setVringCall(0, call);
+        fe.setVringEnable(0, true);
+        fe.setVringKick(0, kick);
+    }
+
+    /** A new kick whose ring then cannot be stopped (a device bug): the kick that came with it is closed all the same. */
+    @Test
+    void aNewKickIsClosedWhenStoppingTheRingFails() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd();
+             EventFd next = eventFd()) {
+            attack(true, fe -> {
+                startRing0(fe, mem, kick, call);
+                assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
+                server.device.failStops = true;
+                fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(0), next.fileDescriptor());
+                expectClosed(fe); // an internal error: the connection goes, the server keeps serving
+                server.device.failStops = false;
+            });
+        }
+    }
+
+    /** A descriptor that cannot be made an eventfd (O_PATH: no F_SETFL) is refused and closed. */
+    @Test
+    void aCallDescriptorThatCannotBeAnEventFdGetsAFailureReplyAndIsClosed() {
+        try (FileDescriptor path = openPath("/")) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_VRING_CALL.code(), NEED, u64(0), path);
+                expectFailureAck(fe, Request.SET_VRING_CALL.code());
+            });
+        }
+    }
+
+    /**
+     * A kick the device cannot watch (a memfd: epoll refuses regular files) is the front-end's error, not an
+     * internal one: the request gets a failure reply, the ring stays stopped, the connection goes on.
+     */
+    @Test
+    void aKickEpollCannotWatchGetsAFailureReplyAndTheRingStaysStopped() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); FileDescriptor notAnEventFd = Memfd.create("kick", 4096);
+             EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, fe -> {
+                fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
+                fe.setVringNum(0, 256);
+                fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+                fe.setVringCall(0, call);
+                fe.setVringEnable(0, true);
+                fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(0), notAnEventFd);
+                expectFailureAck(fe, Request.SET_VRING_KICK.code());
+                assertFalse(server.device.calls.contains("start 0"), "ring 0 was started: " + server.device.calls);
+                fe.setVringKick(0, kick);
+                assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
+            });
+        }
+    }
+
+    /** open(path, O_PATH | O_CLOEXEC): a descriptor that can travel but not be read, written or set non-blocking. */
+    private static FileDescriptor openPath(String path) {
+        int oPath = 0x200000;
+        int oCloexec = 0x80000;
+        Linker linker = Linker.nativeLinker();
+        MethodHandle open = linker.downcallHandle(linker.defaultLookup().find("open").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = (int) open.invokeExact(arena.allocateFrom(path), oPath | oCloexec);
+            return FileDescriptor.adopt(fd);
+        } catch (Throwable t) {
+            throw new AssertionError("open(" + path + ", O_PATH)", t);
         }
     }
 
