@@ -472,6 +472,28 @@ class HostileFrontendTest {
     }
 
     /**
+     * Two regions that both end exactly at 2^64 overlap (in guest or in user addresses) although the exclusive end
+     * of each wraps to 0: the second is refused, the first would have been accepted alone.
+     */
+    @ParameterizedTest(name = "overlapping in user addresses: {0}")
+    @ValueSource(booleans = {false, true})
+    void memTableWithRegionsOverlappingAtTheTopOfTheAddressSpaceGetsAFailureReply(boolean user) {
+        try (FileDescriptor mem = Memfd.create("hostile", 2 * MEM)) {
+            attack(true, fe -> {
+                long[] first = user ? region(0, MEM, -MEM, 0) : region(-MEM, MEM, USER, 0);
+                long[] second = user ? region(4 * MEM, MEM, -MEM, MEM) : region(-MEM, MEM, USER + 4 * MEM, MEM);
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(2, first, second), mem, mem);
+                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, first), mem);
+                expectSuccessAck(fe, Request.SET_MEM_TABLE.code());
+                fe.sendRaw(Request.ADD_MEM_REG.code(), NEED, new SingleMemoryRegion(
+                        new MemoryRegionDescription(second[0], second[1], second[2], second[3])).encode(), mem);
+                expectFailureAck(fe, Request.ADD_MEM_REG.code());
+            });
+        }
+    }
+
+    /**
      * A region reaching past the end of its memfd must be refused before anything is mapped: touching a page
      * beyond the end of the file would raise SIGBUS and kill this JVM. A valid table is accepted afterwards.
      */
