@@ -95,7 +95,7 @@ final class VringTable implements AutoCloseable {
         stop(v);
         // The ring is stopped: its kick and call fds go, new ones come with the next start (libvhost-user does so).
         v.closeKick();
-        v.closeCalls();
+        v.callFd.close();
         return new VringState(v.index, v.base);
     }
 
@@ -134,31 +134,12 @@ final class VringTable implements AutoCloseable {
                 throw new VhostUserProtocolException(m.name(), "fd", 1, "cannot signal the call eventfd: " + e.getMessage());
             }
         }
-        EventFd old = v.call.target();
-        v.call.target(next);
-        if (old != null) {
-            if (v.isStarted()) {
-                v.retiredCalls.add(old);
-            } else {
-                old.close();
-            }
-        }
+        v.callFd.replace(next);
     }
 
     void setErr(Message m, VringFd p) throws VhostUserProtocolException {
         Vring v = ring(m.name(), p.index());
-        EventFd next = takeEventFd(m, p);
-        if (v.err != null) {
-            if (v.isStarted()) {
-                v.retiredCalls.add(v.err); // the device's thread may be signalling it: closed once the ring stops
-            } else {
-                v.err.close();
-            }
-        }
-        v.err = next;
-        if (v.isStarted()) {
-            v.started.err(next);
-        }
+        v.err.replace(takeEventFd(m, p));
     }
 
     void setEnable(String request, VringState s) throws VhostUserProtocolException {
@@ -286,8 +267,7 @@ final class VringTable implements AutoCloseable {
         } catch (VirtqueueException e) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base, e.getMessage());
         }
-        QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled);
-        context.err(v.err);
+        QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled, v.err);
         try {
             device.startQueue(v.index, context);
         } catch (QueueStartRefusedException e) {
@@ -336,10 +316,9 @@ final class VringTable implements AutoCloseable {
         device.stopQueue(v.index);
         v.base = v.queue.lastAvailIdx();
         v.started = null;
-        for (EventFd r : v.retiredCalls) {
-            r.close();
-        }
-        v.retiredCalls.clear();
+        // The device signals no more: the call and error eventfds replaced while it ran can all go now.
+        v.callFd.closeRetired();
+        v.err.closeRetired();
     }
 
     private void stopAll() {

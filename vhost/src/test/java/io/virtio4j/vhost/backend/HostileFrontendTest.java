@@ -683,6 +683,48 @@ class HostileFrontendTest {
         }
     }
 
+    /**
+     * QEMU sends SET_VRING_CALL on every interrupt mask and unmask, with the ring running: the back-end's
+     * descriptors must not grow with them. Each replaced call (or error) eventfd is closed once no signal can be
+     * using it; nothing signals here, so at once: after three replacements the back-end holds one eventfd fewer of
+     * the old ones and exactly one new one.
+     */
+    @ParameterizedTest(name = "SET_VRING_ERR: {0}")
+    @ValueSource(booleans = {false, true})
+    void eventFdsReplacedUnderARunningRingAreClosed(boolean err) {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, fe -> {
+                startRing0(fe, mem, kick, call);
+                if (err) {
+                    try (EventFd first = eventFd()) {
+                        fe.setVringErr(0, first);
+                    }
+                }
+                assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
+                Map<Integer, String> before = OpenFds.snapshot();
+                for (int i = 0; i < 3; i++) {
+                    try (EventFd next = eventFd()) {
+                        if (err) {
+                            fe.setVringErr(0, next);
+                        } else {
+                            fe.setVringCall(0, next);
+                        }
+                    }
+                }
+                Map<Integer, String> after = OpenFds.snapshot();
+                Map<Integer, String> added = new java.util.TreeMap<>(after);
+                added.entrySet().removeAll(before.entrySet());
+                Map<Integer, String> gone = new java.util.TreeMap<>(before);
+                gone.entrySet().removeAll(after.entrySet());
+                assertEquals(1, added.size(), "new descriptors: " + added + ", gone: " + gone);
+                assertEquals(1, gone.size(), "new descriptors: " + added + ", gone: " + gone);
+                assertEquals(List.of("anon_inode:[eventfd]"), List.copyOf(added.values()));
+                assertEquals(List.of("anon_inode:[eventfd]"), List.copyOf(gone.values()));
+                assertFalse(server.device.calls.contains("stop 0"), "the ring was stopped: " + server.device.calls);
+            });
+        }
+    }
+
     /** open(path, O_PATH | O_CLOEXEC): a descriptor that can travel but not be read, written or set non-blocking. */
     private static FileDescriptor openPath(String path) {
         int oPath = 0x200000;
