@@ -33,6 +33,11 @@ import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -159,6 +164,41 @@ class HostileFrontendTest {
         assertEquals(request, r.request());
         assertEquals(ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY, r.flags());
         assertEquals(0, r.u64(), "REPLY_ACK status of a valid request");
+    }
+
+    /** The back-end's log lines about refused requests while open, to check which field a refusal names. */
+    private static final class Rejections implements AutoCloseable {
+        private final Logger logger = Logger.getLogger(VhostUserConnection.class.getName());
+        private final List<String> lines = new CopyOnWriteArrayList<>();
+        private final Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                lines.add(r.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+
+        Rejections() {
+            logger.addHandler(handler);
+        }
+
+        /** A refusal of {@code request} naming {@code field} was logged (before its failure reply was sent). */
+        void assertNamed(String request, String field) {
+            String named = ": rejected " + request + ": " + field + "=";
+            assertTrue(lines.stream().anyMatch(l -> l.contains(named)), "no refusal naming " + request + " " + field + " in " + lines);
+        }
+
+        @Override
+        public void close() {
+            logger.removeHandler(handler);
+        }
     }
 
     // ---- payloads ----
@@ -478,17 +518,20 @@ class HostileFrontendTest {
     @ParameterizedTest(name = "overlapping in user addresses: {0}")
     @ValueSource(booleans = {false, true})
     void memTableWithRegionsOverlappingAtTheTopOfTheAddressSpaceGetsAFailureReply(boolean user) {
-        try (FileDescriptor mem = Memfd.create("hostile", 2 * MEM)) {
+        String address = user ? "userspace_addr" : "guest_phys_addr";
+        try (FileDescriptor mem = Memfd.create("hostile", 2 * MEM); Rejections rejections = new Rejections()) {
             attack(true, fe -> {
                 long[] first = user ? region(0, MEM, -MEM, 0) : region(-MEM, MEM, USER, 0);
                 long[] second = user ? region(4 * MEM, MEM, -MEM, MEM) : region(-MEM, MEM, USER + 4 * MEM, MEM);
                 fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(2, first, second), mem, mem);
                 expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+                rejections.assertNamed("SET_MEM_TABLE", "regions[1]." + address);
                 fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, first), mem);
                 expectSuccessAck(fe, Request.SET_MEM_TABLE.code());
                 fe.sendRaw(Request.ADD_MEM_REG.code(), NEED, new SingleMemoryRegion(
                         new MemoryRegionDescription(second[0], second[1], second[2], second[3])).encode(), mem);
                 expectFailureAck(fe, Request.ADD_MEM_REG.code());
+                rejections.assertNamed("ADD_MEM_REG", "region." + address);
             });
         }
     }
@@ -652,10 +695,11 @@ class HostileFrontendTest {
     /** A descriptor that cannot be made an eventfd (O_PATH: no F_SETFL) is refused and closed. */
     @Test
     void aCallDescriptorThatCannotBeAnEventFdGetsAFailureReplyAndIsClosed() {
-        try (FileDescriptor path = openPath("/")) {
+        try (FileDescriptor path = openPath("/"); Rejections rejections = new Rejections()) {
             attack(true, fe -> {
                 fe.sendRaw(Request.SET_VRING_CALL.code(), NEED, u64(0), path);
                 expectFailureAck(fe, Request.SET_VRING_CALL.code());
+                rejections.assertNamed("SET_VRING_CALL", "fd");
             });
         }
     }
@@ -667,7 +711,7 @@ class HostileFrontendTest {
     @Test
     void aKickEpollCannotWatchGetsAFailureReplyAndTheRingStaysStopped() {
         try (FileDescriptor mem = Memfd.create("hostile", MEM); FileDescriptor notAnEventFd = Memfd.create("kick", 4096);
-             EventFd kick = eventFd(); EventFd call = eventFd()) {
+             EventFd kick = eventFd(); EventFd call = eventFd(); Rejections rejections = new Rejections()) {
             attack(true, fe -> {
                 fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
                 fe.setVringNum(0, 256);
@@ -676,6 +720,7 @@ class HostileFrontendTest {
                 fe.setVringEnable(0, true);
                 fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(0), notAnEventFd);
                 expectFailureAck(fe, Request.SET_VRING_KICK.code());
+                rejections.assertNamed("SET_VRING_KICK", "vring[0].kick");
                 assertFalse(server.device.calls.contains("start 0"), "ring 0 was started: " + server.device.calls);
                 fe.setVringKick(0, kick);
                 assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
@@ -712,9 +757,9 @@ class HostileFrontendTest {
                     }
                 }
                 Map<Integer, String> after = OpenFds.snapshot();
-                Map<Integer, String> added = new java.util.TreeMap<>(after);
+                Map<Integer, String> added = new TreeMap<>(after);
                 added.entrySet().removeAll(before.entrySet());
-                Map<Integer, String> gone = new java.util.TreeMap<>(before);
+                Map<Integer, String> gone = new TreeMap<>(before);
                 gone.entrySet().removeAll(after.entrySet());
                 assertEquals(1, added.size(), "new descriptors: " + added + ", gone: " + gone);
                 assertEquals(1, gone.size(), "new descriptors: " + added + ", gone: " + gone);
