@@ -11,12 +11,8 @@ import io.virtio4j.os.EventFd;
 import io.virtio4j.vhost.backend.QueueContext;
 import io.virtio4j.vhost.backend.VirtioDevice;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
-import io.virtio4j.vhost.protocol.ProtocolFeatures;
-import io.virtio4j.vhost.protocol.Request;
 import org.junit.jupiter.api.Test;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.logging.Level;
@@ -148,8 +144,7 @@ class DeadWorkerTest {
                  NetDriver g = GuestTraffic.connect(backend.path(), NetDriver.Config.defaults());
                  EventFd err = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC)) {
                 VhostUserFrontend fe = g.frontend();
-                fe.sendRaw(Request.SET_VRING_ERR.code(), ProtocolFeatures.VERSION,
-                        ByteBuffer.allocate(8).order(ByteOrder.nativeOrder()).putLong(1).array(), err.fileDescriptor());
+                fe.setVringErr(1, err);
                 long features = fe.getFeatures(); // answered once SET_VRING_ERR is handled
 
                 GuestTraffic.addTx(g, 0, frames(new Random(1), 1, 0).get(0));

@@ -47,16 +47,11 @@ final class MemoryMapper implements AutoCloseable {
         if (m.fdCount() != n) {
             throw new VhostUserProtocolException(m.name(), "fds", m.fdCount(), "must be one per region (" + n + ")");
         }
-        Change c = new Change(List.copyOf(arenas.keySet()));
-        try {
+        return prepare(new Change(List.copyOf(arenas.keySet()), MemoryTable.empty()), c -> {
             for (int i = 0; i < n; i++) {
                 c.map(m.name(), "regions[" + i + "]", description.regions().get(i), m.takeFd(i), c.next);
             }
-        } catch (VhostUserProtocolException | RuntimeException e) {
-            c.close();
-            throw e;
-        }
-        return c;
+        });
     }
 
     /** The current table with one more region (ADD_MEM_REG), mapped from the one fd in {@code m}. */
@@ -68,10 +63,24 @@ final class MemoryMapper implements AutoCloseable {
             throw new VhostUserProtocolException(m.name(), "regions", table.regions().size(),
                     "all " + maxMemSlots + " memory slots are in use");
         }
-        Change c = new Change(List.of());
-        c.next = table;
-        c.map(m.name(), "region", region, m.takeFd(0), table);
-        return c;
+        return prepare(new Change(List.of(), table), c -> c.map(m.name(), "region", region, m.takeFd(0), table));
+    }
+
+    /** What a change maps, step by step. */
+    @FunctionalInterface
+    private interface Mapping {
+        void mapInto(Change c) throws VhostUserProtocolException;
+    }
+
+    /** {@code c} once {@code mapping} has mapped into it; on any failure what it mapped so far is unmapped. */
+    private static Change prepare(Change c, Mapping mapping) throws VhostUserProtocolException {
+        try {
+            mapping.mapInto(c);
+            return c;
+        } catch (VhostUserProtocolException | RuntimeException e) {
+            c.close();
+            throw e;
+        }
     }
 
     /** The current table without the region of these addresses and size (REM_MEM_REG; its mmap_offset is ignored). */
@@ -81,9 +90,7 @@ final class MemoryMapper implements AutoCloseable {
                     && r.userAddr() == region.userspaceAddr()) {
                 List<MemoryRegion> regions = new ArrayList<>(table.regions());
                 regions.remove(r);
-                Change c = new Change(List.of(r));
-                c.next = new MemoryTable(regions);
-                return c;
+                return new Change(List.of(r), new MemoryTable(regions));
             }
         }
         throw new VhostUserProtocolException(request, "region.guest_phys_addr", region.guestPhysAddr(),
@@ -103,11 +110,12 @@ final class MemoryMapper implements AutoCloseable {
     final class Change implements AutoCloseable {
         private final Map<MemoryRegion, Arena> mapped = new IdentityHashMap<>();
         private final List<MemoryRegion> unmap;
-        private MemoryTable next = MemoryTable.empty();
+        private MemoryTable next;
         private boolean installed;
 
-        private Change(List<MemoryRegion> unmap) {
+        private Change(List<MemoryRegion> unmap, MemoryTable start) {
             this.unmap = unmap;
+            this.next = start;
         }
 
         MemoryTable next() {
@@ -138,15 +146,20 @@ final class MemoryMapper implements AutoCloseable {
 
         /**
          * Maps {@code region} from {@code fd} (closed on every path) and adds it to {@link #next}; refused when it
-         * overlaps a region of {@code existing} or reaches past the end of the fd.
+         * overlaps a region of {@code existing} or reaches past the end of the fd. The mapping belongs to this
+         * change only once {@link #next} holds it: a failure before that unmaps it here.
          */
         private void map(String request, String field, MemoryRegionDescription region, FileDescriptor fd,
                          MemoryTable existing) throws VhostUserProtocolException {
             try (fd) {
                 long size = region.memorySize();
                 long mmapOffset = region.mmapOffset();
-                if (existing.overlaps(region.guestPhysAddr(), region.userspaceAddr(), size)) {
+                if (existing.overlapsGuest(region.guestPhysAddr(), size)) {
                     throw new VhostUserProtocolException(request, field + ".guest_phys_addr", region.guestPhysAddr(),
+                            "overlaps a region already in the table " + existing);
+                }
+                if (existing.overlapsUser(region.userspaceAddr(), size)) {
+                    throw new VhostUserProtocolException(request, field + ".userspace_addr", region.userspaceAddr(),
                             "overlaps a region already in the table " + existing);
                 }
                 long fileSize = fileSize(request, field, fd);
@@ -157,20 +170,25 @@ final class MemoryMapper implements AutoCloseable {
                             + " bytes)");
                 }
                 Arena arena = Arena.ofShared();
-                MemoryRegion r;
                 try {
-                    // Map from offset 0, as libvhost-user does: hugetlbfs needs huge-page-aligned mmap offsets.
-                    MemorySegment whole = Mmap.mapShared(fd, 0, mmapOffset + size, arena);
-                    r = new MemoryRegion(region.guestPhysAddr(), size, region.userspaceAddr(), mmapOffset,
+                    MemorySegment whole;
+                    try {
+                        // Map from offset 0, as libvhost-user does: hugetlbfs needs huge-page-aligned mmap offsets.
+                        whole = Mmap.mapShared(fd, 0, mmapOffset + size, arena);
+                    } catch (LinuxException e) {
+                        throw new VhostUserProtocolException(request, field + ".fd", fd.fd(), "mmap failed: " + e.getMessage());
+                    }
+                    MemoryRegion r = new MemoryRegion(region.guestPhysAddr(), size, region.userspaceAddr(), mmapOffset,
                             whole.asSlice(mmapOffset, size));
-                } catch (LinuxException e) {
+                    List<MemoryRegion> regions = new ArrayList<>(next.regions());
+                    regions.add(r);
+                    MemoryTable grown = new MemoryTable(regions);
+                    mapped.put(r, arena);
+                    next = grown;
+                } catch (VhostUserProtocolException | RuntimeException e) {
                     arena.close();
-                    throw new VhostUserProtocolException(request, field + ".fd", fd.fd(), "mmap failed: " + e.getMessage());
+                    throw e;
                 }
-                mapped.put(r, arena);
-                List<MemoryRegion> regions = new ArrayList<>(next.regions());
-                regions.add(r);
-                next = new MemoryTable(regions);
             }
         }
     }

@@ -16,16 +16,18 @@ public final class QueueContext {
     private final EventFd kick;
     private final long features;
     private volatile boolean enabled;
-    /** SET_VRING_ERR's eventfd, or null; replaced by the control thread, read by the device's thread. */
-    private volatile EventFd err;
+    /** The ring's SET_VRING_ERR eventfd; replaced by the control thread, signalled by the device's threads. */
+    private final EventFdSlot err;
 
-    QueueContext(int index, SplitDeviceQueue queue, GuestMemory memory, EventFd kick, boolean enabled, long features) {
+    QueueContext(int index, SplitDeviceQueue queue, GuestMemory memory, EventFd kick, boolean enabled, long features,
+                 EventFdSlot err) {
         this.index = index;
         this.queue = queue;
         this.memory = memory;
         this.kick = kick;
         this.enabled = enabled;
         this.features = features;
+        this.err = err;
     }
 
     public int index() {
@@ -64,18 +66,11 @@ public final class QueueContext {
         enabled = on;
     }
 
-    void err(EventFd fd) {
-        err = fd;
-    }
-
     /**
      * Tells the front-end that this ring failed, through the error eventfd it gave with SET_VRING_ERR; does
      * nothing when it gave none. For a device whose queue thread died: the ring is no longer served.
      */
     public void signalError() {
-        EventFd fd = err;
-        if (fd != null) {
-            fd.write(1);
-        }
+        err.signal();
     }
 }

@@ -106,25 +106,30 @@ public final class VhostUserConnection {
         socket.sendmsg(reply, Header.SIZE + body.length);
     }
 
-    /** The next message, or null when the front-end closed the connection between messages. */
+    /**
+     * The next message, or null when the front-end closed the connection between messages. The descriptors that
+     * come with the header's first bytes are owned from the moment they arrive: every failure after that (the
+     * rest of the header never coming, bad framing, an I/O error) closes them before it propagates.
+     */
     private Message receive() throws VhostUserProtocolException {
         FileDescriptor[] fds = new FileDescriptor[Request.MAX_FDS];
-        int nfds;
+        UnixSocket.Received got;
         try {
-            UnixSocket.Received got = socket.recvmsg(header, fds);
-            if (got.bytes() == 0) {
-                return null;
-            }
-            nfds = got.fds();
-            if (got.bytes() < Header.SIZE) {
-                readFully(header, got.bytes(), Header.SIZE, "header");
-            }
+            got = socket.recvmsg(header, fds);
         } catch (ControlMessageTruncatedException e) {
             throw new VhostUserProtocolException("header", "fds", Request.MAX_FDS + 1L,
                     "more than " + Request.MAX_FDS + " descriptors: " + e.getMessage());
         }
+        int nfds = got.fds();
         FileDescriptor[] received = Arrays.copyOf(fds, nfds);
         try {
+            if (got.bytes() == 0) {
+                closeAll(received); // a stream socket delivers descriptors only with data; closed all the same
+                return null;
+            }
+            if (got.bytes() < Header.SIZE) {
+                readFully(header, got.bytes(), Header.SIZE, "header");
+            }
             Header h = Header.read(header);
             int request = h.request();
             int flags = h.flags();
@@ -148,10 +153,14 @@ public final class VhostUserConnection {
             readFully(payload, 0, size, name + " payload");
             return new Message(request, flags, payload.asSlice(0, size), received);
         } catch (VhostUserProtocolException | RuntimeException e) {
-            for (FileDescriptor fd : received) {
-                fd.close();
-            }
+            closeAll(received);
             throw e;
+        }
+    }
+
+    private static void closeAll(FileDescriptor[] fds) {
+        for (FileDescriptor fd : fds) {
+            fd.close();
         }
     }
 

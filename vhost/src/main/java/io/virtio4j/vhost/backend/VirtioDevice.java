@@ -68,6 +68,8 @@ public interface VirtioDevice {
      *
      * @throws QueueStartRefusedException when the device cannot serve the ring as the front-end set it up; the
      *         ring stays stopped and the front-end's request is refused
+     * @throws io.virtio4j.os.LinuxException when a descriptor of the front-end's cannot be used (a kick eventfd
+     *         epoll cannot watch): treated as a refusal, so the device must leave nothing of the ring started
      */
     void startQueue(int index, QueueContext queue) throws QueueStartRefusedException;
 

@@ -3,9 +3,6 @@ package io.virtio4j.vhost.backend;
 import io.virtio4j.core.device.SplitDeviceQueue;
 import io.virtio4j.os.EventFd;
 
-import java.util.ArrayList;
-import java.util.List;
-
 /** What the front-end has told the back-end about one ring, and whether it is started. Control thread only. */
 final class Vring {
     final int index;
@@ -19,10 +16,11 @@ final class Vring {
     /** Kick eventfd; null with {@link #kickSet} means the front-end asked us to poll (NOFD). */
     EventFd kick;
     boolean kickSet;
-    final CallNotifier call = new CallNotifier();
-    /** Call and error eventfds replaced while the ring ran: closed once it stops (see CallNotifier). */
-    final List<EventFd> retiredCalls = new ArrayList<>();
-    EventFd err;
+    /** Call eventfd (none: the front-end polls), signalled through {@link #call}. */
+    final EventFdSlot callFd = new EventFdSlot();
+    final CallNotifier call = new CallNotifier(callFd);
+    /** SET_VRING_ERR's eventfd, or none. */
+    final EventFdSlot err = new EventFdSlot();
     boolean enabled;
     /** Non-null while started. */
     QueueContext started;
@@ -39,11 +37,8 @@ final class Vring {
     /** Closes every fd the ring holds and forgets its setup; the ring must be stopped. */
     void clear() {
         closeKick();
-        closeCalls();
-        if (err != null) {
-            err.close();
-            err = null;
-        }
+        callFd.close();
+        err.close();
         num = 0;
         addrSet = false;
         base = 0;
@@ -57,17 +52,5 @@ final class Vring {
             kick = null;
         }
         kickSet = false;
-    }
-
-    void closeCalls() {
-        EventFd c = call.target();
-        call.target(null);
-        if (c != null) {
-            c.close();
-        }
-        for (EventFd r : retiredCalls) {
-            r.close();
-        }
-        retiredCalls.clear();
     }
 }

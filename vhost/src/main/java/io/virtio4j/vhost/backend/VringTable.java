@@ -6,6 +6,7 @@ import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.os.EventFd;
+import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
 import io.virtio4j.vhost.memory.MemoryTable;
 import io.virtio4j.vhost.protocol.Message;
@@ -95,7 +96,7 @@ final class VringTable implements AutoCloseable {
         stop(v);
         // The ring is stopped: its kick and call fds go, new ones come with the next start (libvhost-user does so).
         v.closeKick();
-        v.closeCalls();
+        v.callFd.close();
         return new VringState(v.index, v.base);
     }
 
@@ -103,7 +104,14 @@ final class VringTable implements AutoCloseable {
     void setKick(Message m, VringFd p) throws VhostUserProtocolException {
         Vring v = ring(m.name(), p.index());
         EventFd kick = takeEventFd(m, p);
-        stop(v);
+        try {
+            stop(v);
+        } catch (RuntimeException e) {
+            if (kick != null) {
+                kick.close(); // owned by no ring yet
+            }
+            throw e;
+        }
         v.closeKick();
         v.kick = kick;
         v.kickSet = true;
@@ -127,31 +135,12 @@ final class VringTable implements AutoCloseable {
                 throw new VhostUserProtocolException(m.name(), "fd", 1, "cannot signal the call eventfd: " + e.getMessage());
             }
         }
-        EventFd old = v.call.target();
-        v.call.target(next);
-        if (old != null) {
-            if (v.isStarted()) {
-                v.retiredCalls.add(old);
-            } else {
-                old.close();
-            }
-        }
+        v.callFd.replace(next);
     }
 
     void setErr(Message m, VringFd p) throws VhostUserProtocolException {
         Vring v = ring(m.name(), p.index());
-        EventFd next = takeEventFd(m, p);
-        if (v.err != null) {
-            if (v.isStarted()) {
-                v.retiredCalls.add(v.err); // the device's thread may be signalling it: closed once the ring stops
-            } else {
-                v.err.close();
-            }
-        }
-        v.err = next;
-        if (v.isStarted()) {
-            v.started.err(next);
-        }
+        v.err.replace(takeEventFd(m, p));
     }
 
     void setEnable(String request, VringState s) throws VhostUserProtocolException {
@@ -239,13 +228,26 @@ final class VringTable implements AutoCloseable {
         return v;
     }
 
-    /** The eventfd the message carries, or null with NOFD; the fd count must agree with the flag. */
+    /**
+     * The eventfd the message carries, or null with NOFD; the fd count must agree with the flag. The caller owns
+     * what this returns; a descriptor that cannot be made a non-blocking eventfd is closed and refused.
+     */
     private static EventFd takeEventFd(Message m, VringFd p) throws VhostUserProtocolException {
         if (p.noFd() != (m.fdCount() == 0) || m.fdCount() > 1) {
             throw new VhostUserProtocolException(m.name(), "fds", m.fdCount(), p.noFd()
                     ? "NOFD is set but a descriptor came with the message" : "exactly one eventfd must come with it");
         }
-        return p.noFd() ? null : EventFd.adopt(m.takeFd(0));
+        if (p.noFd()) {
+            return null;
+        }
+        FileDescriptor fd = m.takeFd(0);
+        int number = fd.fd();
+        try {
+            return EventFd.adopt(fd);
+        } catch (LinuxException e) {
+            fd.close();
+            throw new VhostUserProtocolException(m.name(), "fd", number, "cannot be used as an eventfd: " + e.getMessage());
+        }
     }
 
     /**
@@ -267,14 +269,19 @@ final class VringTable implements AutoCloseable {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base, e.getMessage());
         }
         QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled,
-                features & ~ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES));
-        context.err(v.err);
+                features & ~ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES), v.err);
         try {
             device.startQueue(v.index, context);
         } catch (QueueStartRefusedException e) {
             // Not started: nothing of the ring was handed over, so nothing is to be taken back.
             throw new VhostUserProtocolException(request, "vring[" + v.index + "]", v.index,
                     "the device refused to start it: " + e.getMessage(), e);
+        } catch (LinuxException e) {
+            // The device could not use the front-end's descriptors (a kick epoll cannot watch, e.g. a memfd): the
+            // front-end's error, and as with a refusal the ring is not started.
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "].kick",
+                    v.kick != null ? v.kick.fileDescriptor().fd() : VringFd.NOFD,
+                    "the device cannot use the ring's descriptors: " + e.getMessage(), e);
         }
         v.queue = queue;
         v.started = context;
@@ -311,10 +318,9 @@ final class VringTable implements AutoCloseable {
         device.stopQueue(v.index);
         v.base = v.queue.lastAvailIdx();
         v.started = null;
-        for (EventFd r : v.retiredCalls) {
-            r.close();
-        }
-        v.retiredCalls.clear();
+        // The device signals no more: the call and error eventfds replaced while it ran can all go now.
+        v.callFd.closeRetired();
+        v.err.closeRetired();
     }
 
     private void stopAll() {

@@ -100,16 +100,23 @@ public final class VhostUserFrontend implements AutoCloseable {
         return new VhostUserFrontend(socket);
     }
 
-    // ---- raw access (also for tests that play a hostile front-end) ----
+    // ---- raw access: for tests that play a hostile front-end and for fuzzing (issue 12); not for a real front-end ----
 
-    /** Sends one message as given, without any check. */
+    /**
+     * Sends one message exactly as given, without any check of code, flags, payload or descriptors, and without
+     * waiting for a reply: the caller reads one with {@link #receive()} if it expects one. For hostile-peer tests
+     * and fuzzing; the request methods below are the front-end's API.
+     */
     public void sendRaw(int request, int flags, byte[] payload, FileDescriptor... fds) {
         new Header(request, flags, payload.length).writeTo(buf);
         MemorySegment.copy(MemorySegment.ofArray(payload), 0, buf, Header.SIZE, payload.length);
         socket.sendmsg(buf, Header.SIZE + payload.length, fds);
     }
 
-    /** Sends a header announcing {@code size} payload bytes but only {@code payload}. */
+    /**
+     * Sends only a 12-byte header announcing {@code size} payload bytes, and none of them: a truncated message, for
+     * hostile-peer tests and fuzzing (the caller may send the rest, or close, or send anything else).
+     */
     public void sendHeaderOnly(int request, int flags, int size) {
         new Header(request, flags, Integer.toUnsignedLong(size)).writeTo(buf);
         socket.sendmsg(buf, Header.SIZE);
@@ -145,9 +152,25 @@ public final class VhostUserFrontend implements AutoCloseable {
 
     // ---- requests ----
 
-    private Reply call(Request r, byte[] payload, FileDescriptor... fds) {
-        sendRaw(r.code(), ProtocolFeatures.VERSION, payload, fds);
-        return expectReply(r);
+    /**
+     * Sends request {@code r} and returns its reply when {@link Request#hasReply() it has one}; otherwise returns
+     * null once the back-end acknowledged it (with REPLY_ACK negotiated, NEED_REPLY is set and a failure status
+     * throws) or at once (without).
+     */
+    private Reply request(Request r, byte[] payload, FileDescriptor... fds) {
+        boolean ack = replyAck && !r.hasReply();
+        sendRaw(r.code(), ack ? ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_NEED_REPLY : ProtocolFeatures.VERSION,
+                payload, fds);
+        if (r.hasReply()) {
+            return expectReply(r);
+        }
+        if (ack) {
+            long status = expectReply(r).u64();
+            if (status != 0) {
+                throw new VhostUserRequestFailedException(r + " refused by the back-end (status " + status + ")");
+            }
+        }
+        return null;
     }
 
     private Reply expectReply(Request r) {
@@ -162,73 +185,61 @@ public final class VhostUserFrontend implements AutoCloseable {
         return reply;
     }
 
-    private void send(Request r, byte[] payload, FileDescriptor... fds) {
-        if (!replyAck) {
-            sendRaw(r.code(), ProtocolFeatures.VERSION, payload, fds);
-            return;
-        }
-        sendRaw(r.code(), ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_NEED_REPLY, payload, fds);
-        long status = expectReply(r).u64();
-        if (status != 0) {
-            throw new VhostUserRequestFailedException(r + " refused by the back-end (status " + status + ")");
-        }
-    }
-
     public long getFeatures() {
-        return call(Request.GET_FEATURES, new byte[0]).u64();
+        return request(Request.GET_FEATURES, new byte[0]).u64();
     }
 
     public void setFeatures(long features) {
-        send(Request.SET_FEATURES, new U64(features).encode());
+        request(Request.SET_FEATURES, new U64(features).encode());
     }
 
     public long getProtocolFeatures() {
-        return call(Request.GET_PROTOCOL_FEATURES, new byte[0]).u64();
+        return request(Request.GET_PROTOCOL_FEATURES, new byte[0]).u64();
     }
 
     /** Sets protocol features; from then on, if REPLY_ACK is among them, every setter waits for its ack. */
     public void setProtocolFeatures(long features) {
-        send(Request.SET_PROTOCOL_FEATURES, new U64(features).encode());
+        request(Request.SET_PROTOCOL_FEATURES, new U64(features).encode());
         replyAck = (features & ProtocolFeatures.bit(ProtocolFeatures.REPLY_ACK)) != 0;
     }
 
     public void setOwner() {
-        send(Request.SET_OWNER, new byte[0]);
+        request(Request.SET_OWNER, new byte[0]);
     }
 
     public long getQueueNum() {
-        return call(Request.GET_QUEUE_NUM, new byte[0]).u64();
+        return request(Request.GET_QUEUE_NUM, new byte[0]).u64();
     }
 
     public void setMemTable(List<Region> regions) {
         MemoryTableDescription table = new MemoryTableDescription(regions.stream().map(Region::description).toList());
-        send(Request.SET_MEM_TABLE, table.encode(), regions.stream().map(Region::fd).toArray(FileDescriptor[]::new));
+        request(Request.SET_MEM_TABLE, table.encode(), regions.stream().map(Region::fd).toArray(FileDescriptor[]::new));
     }
 
     public long getMaxMemSlots() {
-        return call(Request.GET_MAX_MEM_SLOTS, new byte[0]).u64();
+        return request(Request.GET_MAX_MEM_SLOTS, new byte[0]).u64();
     }
 
     /** Adds one region to the back-end's table (CONFIGURE_MEM_SLOTS). */
     public void addMemReg(Region region) {
-        send(Request.ADD_MEM_REG, new SingleMemoryRegion(region.description()).encode(), region.fd());
+        request(Request.ADD_MEM_REG, new SingleMemoryRegion(region.description()).encode(), region.fd());
     }
 
     /** Removes the region of these addresses and size from the back-end's table; its fd does not go along. */
     public void remMemReg(Region region) {
-        send(Request.REM_MEM_REG, new SingleMemoryRegion(region.description()).encode());
+        request(Request.REM_MEM_REG, new SingleMemoryRegion(region.description()).encode());
     }
 
     public void setVringNum(int index, int num) {
-        send(Request.SET_VRING_NUM, new VringState(index, num).encode());
+        request(Request.SET_VRING_NUM, new VringState(index, num).encode());
     }
 
     public void setVringBase(int index, int base) {
-        send(Request.SET_VRING_BASE, new VringState(index, base).encode());
+        request(Request.SET_VRING_BASE, new VringState(index, base).encode());
     }
 
     public int getVringBase(int index) {
-        VringState s = call(Request.GET_VRING_BASE, new VringState(index, 0).encode()).decode(VringState::decode);
+        VringState s = request(Request.GET_VRING_BASE, new VringState(index, 0).encode()).decode(VringState::decode);
         if (s.index() != index) {
             throw new VhostUserRequestFailedException("GET_VRING_BASE of ring " + index + " answered for ring " + s.index());
         }
@@ -237,7 +248,7 @@ public final class VhostUserFrontend implements AutoCloseable {
 
     /** Ring addresses in the front-end's virtual address space. */
     public void setVringAddr(int index, long desc, long used, long avail) {
-        send(Request.SET_VRING_ADDR, new VringAddress(index, 0, desc, used, avail, 0).encode());
+        request(Request.SET_VRING_ADDR, new VringAddress(index, 0, desc, used, avail, 0).encode());
     }
 
     /** Kick eventfd, or null for NOFD (the back-end polls). */
@@ -250,22 +261,27 @@ public final class VhostUserFrontend implements AutoCloseable {
         vringFd(Request.SET_VRING_CALL, index, call);
     }
 
+    /** Error eventfd the back-end signals when the ring fails, or null for NOFD (none). */
+    public void setVringErr(int index, EventFd err) {
+        vringFd(Request.SET_VRING_ERR, index, err);
+    }
+
     private void vringFd(Request r, int index, EventFd fd) {
         byte[] payload = new VringFd(index, fd == null).encode();
         if (fd == null) {
-            send(r, payload);
+            request(r, payload);
         } else {
-            send(r, payload, fd.fileDescriptor());
+            request(r, payload, fd.fileDescriptor());
         }
     }
 
     public void setVringEnable(int index, boolean enable) {
-        send(Request.SET_VRING_ENABLE, new VringState(index, enable ? 1 : 0).encode());
+        request(Request.SET_VRING_ENABLE, new VringState(index, enable ? 1 : 0).encode());
     }
 
     public byte[] getConfig(int offset, int size) {
         ConfigPayload asked = new ConfigPayload(offset, ConfigPayload.FLAG_WRITABLE, new byte[size]);
-        ConfigPayload answer = call(Request.GET_CONFIG, asked.encode()).decode(ConfigPayload::decode);
+        ConfigPayload answer = request(Request.GET_CONFIG, asked.encode()).decode(ConfigPayload::decode);
         if (answer.offset() != offset || answer.data().length != size) {
             // a back-end signals an error with an empty answer
             throw new VhostUserRequestFailedException("GET_CONFIG of " + size + " bytes at " + offset + " answered with "
@@ -275,15 +291,15 @@ public final class VhostUserFrontend implements AutoCloseable {
     }
 
     public void setStatus(long status) {
-        send(Request.SET_STATUS, new U64(status).encode());
+        request(Request.SET_STATUS, new U64(status).encode());
     }
 
     public long getStatus() {
-        return call(Request.GET_STATUS, new byte[0]).u64();
+        return request(Request.GET_STATUS, new byte[0]).u64();
     }
 
     public void resetDevice() {
-        send(Request.RESET_DEVICE, new byte[0]);
+        request(Request.RESET_DEVICE, new byte[0]);
     }
 
     @Override

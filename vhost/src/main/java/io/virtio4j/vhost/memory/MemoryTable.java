@@ -58,19 +58,33 @@ public final class MemoryTable {
         return null;
     }
 
-    /** Whether [{@code gpa}, +{@code size}) or [{@code userAddr}, +{@code size}) overlaps a region of this table. */
-    public boolean overlaps(long gpa, long userAddr, long size) {
+    /** Whether guest-physical [{@code gpa}, +{@code size}) overlaps a region of this table. */
+    public boolean overlapsGuest(long gpa, long size) {
         for (MemoryRegion r : regions) {
-            if (rangesOverlap(gpa, size, r.guestPhysAddr(), r.size()) || rangesOverlap(userAddr, size, r.userAddr(), r.size())) {
+            if (rangesOverlap(gpa, size, r.guestPhysAddr(), r.size())) {
                 return true;
             }
         }
         return false;
     }
 
+    /** Whether front-end-virtual [{@code userAddr}, +{@code size}) overlaps a region of this table. */
+    public boolean overlapsUser(long userAddr, long size) {
+        for (MemoryRegion r : regions) {
+            if (rangesOverlap(userAddr, size, r.userAddr(), r.size())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Whether unsigned [a, a + alen) and [b, b + blen) share a byte. Both are non-empty and may end exactly at 2^64
+     * (their exclusive end then wraps to 0) but not wrap further (checked when decoded), so the inclusive ends
+     * {@code a + alen - 1} and {@code b + blen - 1} never overflow and are what is compared.
+     */
     static boolean rangesOverlap(long a, long alen, long b, long blen) {
-        // unsigned [a, a+alen) and [b, b+blen), neither wrapping (checked by the caller)
-        return Long.compareUnsigned(a, b + blen) < 0 && Long.compareUnsigned(b, a + alen) < 0;
+        return Long.compareUnsigned(a, b + blen - 1) <= 0 && Long.compareUnsigned(b, a + alen - 1) <= 0;
     }
 
     @Override

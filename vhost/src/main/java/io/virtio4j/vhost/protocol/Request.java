@@ -98,7 +98,10 @@ public enum Request {
         return fds;
     }
 
-    /** Whether the request always gets a reply (not just a REPLY_ACK). */
+    /**
+     * Whether the request always gets a reply (not just a REPLY_ACK): the one place that says so. The front-end
+     * waits for this reply, and asks for a REPLY_ACK (NEED_REPLY) only on the requests without one.
+     */
     public boolean hasReply() {
         return hasReply;
     }

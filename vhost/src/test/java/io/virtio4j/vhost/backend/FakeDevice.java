@@ -1,18 +1,25 @@
 package io.virtio4j.vhost.backend;
 
 import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.os.Epoll;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
-/** A device that processes nothing: it offers VERSION_1 and EVENT_IDX, MQ and CONFIG, has {@code queues} queues and records calls. */
+/**
+ * A device that processes nothing: it offers VERSION_1 and EVENT_IDX, MQ and CONFIG, has {@code queues} queues and
+ * records calls. Like a real device it watches a started ring's kick in an epoll set (registered and let go at
+ * once), so a kick epoll cannot watch fails the start as it would in a real one. {@link #failStops} makes
+ * {@link #stopQueue} throw, as a device with a bug would.
+ */
 final class FakeDevice implements VirtioDevice {
     static final long FEATURES = VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX);
     static final long PROTOCOL_FEATURES = ProtocolFeatures.bit(ProtocolFeatures.MQ) | ProtocolFeatures.bit(ProtocolFeatures.CONFIG);
 
     private final int queues;
     final List<String> calls = new CopyOnWriteArrayList<>();
+    volatile boolean failStops;
 
     FakeDevice(int queues) {
         this.queues = queues;
@@ -40,12 +47,20 @@ final class FakeDevice implements VirtioDevice {
 
     @Override
     public void startQueue(int index, QueueContext queue) {
+        if (queue.kick() != null) {
+            try (Epoll watch = Epoll.create(1)) {
+                watch.add(queue.kick().fileDescriptor(), Epoll.EPOLLIN, index);
+            }
+        }
         calls.add("start " + index);
     }
 
     @Override
     public void stopQueue(int index) {
         calls.add("stop " + index);
+        if (failStops) {
+            throw new IllegalStateException("queue " + index + " cannot be stopped (a device bug, as the test wants)");
+        }
     }
 
     @Override

@@ -23,13 +23,21 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -156,6 +164,41 @@ class HostileFrontendTest {
         assertEquals(request, r.request());
         assertEquals(ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY, r.flags());
         assertEquals(0, r.u64(), "REPLY_ACK status of a valid request");
+    }
+
+    /** The back-end's log lines about refused requests while open, to check which field a refusal names. */
+    private static final class Rejections implements AutoCloseable {
+        private final Logger logger = Logger.getLogger(VhostUserConnection.class.getName());
+        private final List<String> lines = new CopyOnWriteArrayList<>();
+        private final Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                lines.add(r.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+
+        Rejections() {
+            logger.addHandler(handler);
+        }
+
+        /** A refusal of {@code request} naming {@code field} was logged (before its failure reply was sent). */
+        void assertNamed(String request, String field) {
+            String named = ": rejected " + request + ": " + field + "=";
+            assertTrue(lines.stream().anyMatch(l -> l.contains(named)), "no refusal naming " + request + " " + field + " in " + lines);
+        }
+
+        @Override
+        public void close() {
+            logger.removeHandler(handler);
+        }
     }
 
     // ---- payloads ----
@@ -321,6 +364,33 @@ class HostileFrontendTest {
         OpenFds.assertBackTo(fds);
     }
 
+    /**
+     * Descriptors that arrive with the first bytes of a header belong to the back-end from that moment: when the
+     * rest of the header never comes (the peer closes) or comes with more descriptors, they are closed too.
+     */
+    @ParameterizedTest(name = "rest of the header with another fd: {0}")
+    @ValueSource(booleans = {false, true})
+    void aPartialHeaderWithDescriptorsThenThePeerClosing(boolean restWithAnFd) {
+        try (EventFd a = eventFd(); FileDescriptor mem = Memfd.create("hostile", MEM); EventFd b = eventFd()) {
+            Map<Integer, String> fds = OpenFds.snapshot();
+            assertTimeoutPreemptively(WATCHDOG, () -> {
+                try (UnixSocket s = UnixSocket.connect(server.path()); Arena arena = Arena.ofConfined()) {
+                    MemorySegment m = arena.allocate(12 + 8, 8);
+                    m.set(ValueLayout.JAVA_INT, 0, Request.SET_VRING_KICK.code());
+                    m.set(ValueLayout.JAVA_INT, 4, V);
+                    m.set(ValueLayout.JAVA_INT, 8, 8);
+                    s.sendmsg(m, 6, a.fileDescriptor(), mem);
+                    if (restWithAnFd) {
+                        s.sendmsg(m.asSlice(6), 6, b.fileDescriptor());
+                    }
+                }
+                assertNewConnectionAnswers();
+                server.assertServing();
+            });
+            OpenFds.assertBackTo(fds);
+        }
+    }
+
     // ---- protocol errors with REPLY_ACK: a failure reply, the connection goes on ----
 
     @Test
@@ -437,6 +507,31 @@ class HostileFrontendTest {
             attack(true, fe -> {
                 fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, region(-4096, MEM, USER, 0)), mem);
                 expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+            });
+        }
+    }
+
+    /**
+     * Two regions that both end exactly at 2^64 overlap (in guest or in user addresses) although the exclusive end
+     * of each wraps to 0: the second is refused, the first would have been accepted alone.
+     */
+    @ParameterizedTest(name = "overlapping in user addresses: {0}")
+    @ValueSource(booleans = {false, true})
+    void memTableWithRegionsOverlappingAtTheTopOfTheAddressSpaceGetsAFailureReply(boolean user) {
+        String address = user ? "userspace_addr" : "guest_phys_addr";
+        try (FileDescriptor mem = Memfd.create("hostile", 2 * MEM); Rejections rejections = new Rejections()) {
+            attack(true, fe -> {
+                long[] first = user ? region(0, MEM, -MEM, 0) : region(-MEM, MEM, USER, 0);
+                long[] second = user ? region(4 * MEM, MEM, -MEM, MEM) : region(-MEM, MEM, USER + 4 * MEM, MEM);
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(2, first, second), mem, mem);
+                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
+                rejections.assertNamed("SET_MEM_TABLE", "regions[1]." + address);
+                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, first), mem);
+                expectSuccessAck(fe, Request.SET_MEM_TABLE.code());
+                fe.sendRaw(Request.ADD_MEM_REG.code(), NEED, new SingleMemoryRegion(
+                        new MemoryRegionDescription(second[0], second[1], second[2], second[3])).encode(), mem);
+                expectFailureAck(fe, Request.ADD_MEM_REG.code());
+                rejections.assertNamed("ADD_MEM_REG", "region." + address);
             });
         }
     }
@@ -568,6 +663,125 @@ class HostileFrontendTest {
                 expectFailureAck(fe, Request.ADD_MEM_REG.code());
                 fe.addMemReg(new VhostUserFrontend.Region(MEM, MEM, USER + MEM, 0, b));
             });
+        }
+    }
+
+    /** Ring 0 over {@code mem}, started with {@code kick}. */
+    private static void startRing0(VhostUserFrontend fe, FileDescriptor mem, EventFd kick, EventFd call) {
+        fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
+        fe.setVringNum(0, 256);
+        fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+        fe.setVringCall(0, call);
+        fe.setVringEnable(0, true);
+        fe.setVringKick(0, kick);
+    }
+
+    /** A new kick whose ring then cannot be stopped (a device bug): the kick that came with it is closed all the same. */
+    @Test
+    void aNewKickIsClosedWhenStoppingTheRingFails() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd();
+             EventFd next = eventFd()) {
+            attack(true, fe -> {
+                startRing0(fe, mem, kick, call);
+                assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
+                server.device.failStops = true;
+                fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(0), next.fileDescriptor());
+                expectClosed(fe); // an internal error: the connection goes, the server keeps serving
+                server.device.failStops = false;
+            });
+        }
+    }
+
+    /** A descriptor that cannot be made an eventfd (O_PATH: no F_SETFL) is refused and closed. */
+    @Test
+    void aCallDescriptorThatCannotBeAnEventFdGetsAFailureReplyAndIsClosed() {
+        try (FileDescriptor path = openPath("/"); Rejections rejections = new Rejections()) {
+            attack(true, fe -> {
+                fe.sendRaw(Request.SET_VRING_CALL.code(), NEED, u64(0), path);
+                expectFailureAck(fe, Request.SET_VRING_CALL.code());
+                rejections.assertNamed("SET_VRING_CALL", "fd");
+            });
+        }
+    }
+
+    /**
+     * A kick the device cannot watch (a memfd: epoll refuses regular files) is the front-end's error, not an
+     * internal one: the request gets a failure reply, the ring stays stopped, the connection goes on.
+     */
+    @Test
+    void aKickEpollCannotWatchGetsAFailureReplyAndTheRingStaysStopped() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); FileDescriptor notAnEventFd = Memfd.create("kick", 4096);
+             EventFd kick = eventFd(); EventFd call = eventFd(); Rejections rejections = new Rejections()) {
+            attack(true, fe -> {
+                fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
+                fe.setVringNum(0, 256);
+                fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+                fe.setVringCall(0, call);
+                fe.setVringEnable(0, true);
+                fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(0), notAnEventFd);
+                expectFailureAck(fe, Request.SET_VRING_KICK.code());
+                rejections.assertNamed("SET_VRING_KICK", "vring[0].kick");
+                assertFalse(server.device.calls.contains("start 0"), "ring 0 was started: " + server.device.calls);
+                fe.setVringKick(0, kick);
+                assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
+            });
+        }
+    }
+
+    /**
+     * QEMU sends SET_VRING_CALL on every interrupt mask and unmask, with the ring running: the back-end's
+     * descriptors must not grow with them. Each replaced call (or error) eventfd is closed once no signal can be
+     * using it; nothing signals here, so at once: after three replacements the back-end holds one eventfd fewer of
+     * the old ones and exactly one new one.
+     */
+    @ParameterizedTest(name = "SET_VRING_ERR: {0}")
+    @ValueSource(booleans = {false, true})
+    void eventFdsReplacedUnderARunningRingAreClosed(boolean err) {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, fe -> {
+                startRing0(fe, mem, kick, call);
+                if (err) {
+                    try (EventFd first = eventFd()) {
+                        fe.setVringErr(0, first);
+                    }
+                }
+                assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
+                Map<Integer, String> before = OpenFds.snapshot();
+                for (int i = 0; i < 3; i++) {
+                    try (EventFd next = eventFd()) {
+                        if (err) {
+                            fe.setVringErr(0, next);
+                        } else {
+                            fe.setVringCall(0, next);
+                        }
+                    }
+                }
+                Map<Integer, String> after = OpenFds.snapshot();
+                Map<Integer, String> added = new TreeMap<>(after);
+                added.entrySet().removeAll(before.entrySet());
+                Map<Integer, String> gone = new TreeMap<>(before);
+                gone.entrySet().removeAll(after.entrySet());
+                assertEquals(1, added.size(), "new descriptors: " + added + ", gone: " + gone);
+                assertEquals(1, gone.size(), "new descriptors: " + added + ", gone: " + gone);
+                assertEquals(List.of("anon_inode:[eventfd]"), List.copyOf(added.values()));
+                assertEquals(List.of("anon_inode:[eventfd]"), List.copyOf(gone.values()));
+                assertFalse(server.device.calls.contains("stop 0"), "the ring was stopped: " + server.device.calls);
+            });
+        }
+    }
+
+    /** open(path, O_PATH | O_CLOEXEC): a descriptor that can travel but not be read, written or set non-blocking. */
+    private static FileDescriptor openPath(String path) {
+        int oPath = 0x200000;
+        int oCloexec = 0x80000;
+        Linker linker = Linker.nativeLinker();
+        MethodHandle open = linker.downcallHandle(linker.defaultLookup().find("open").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = (int) open.invokeExact(arena.allocateFrom(path), oPath | oCloexec);
+            return FileDescriptor.adopt(fd);
+        } catch (Throwable t) {
+            throw new AssertionError("open(" + path + ", O_PATH)", t);
         }
     }
 
