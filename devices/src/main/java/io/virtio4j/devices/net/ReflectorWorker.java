@@ -107,11 +107,16 @@ final class ReflectorWorker implements PairWork {
                 if (len < NetFeatures.ETH_HEADER || len > MAX_FRAME) {
                     drops++;
                 } else {
-                    // Copy header and frame out before using them: the guest may rewrite its buffer at any moment.
-                    c.gather(0, frame, 0, total);
+                    // Copy the frame out before using it: the guest may rewrite its buffer at any moment. The
+                    // header is only needed when the frame goes back (RxDelivery reads its flags and gso_type), and
+                    // copying it apart keeps the frame's copy at the frame's size: 64 bytes stay under the JDK's
+                    // threshold for a native memcpy call, 76 at once do not (header and frame in one copy cost 14%
+                    // of the receive rate of 64-byte frames from DPDK's virtio-user, measured A/B interleaved).
+                    c.gather(NetFeatures.HDR_LEN, frame, NetFeatures.HDR_LEN, len);
                     packets++;
                     bytes += len;
                     if (reflection != NetMode.Reflection.DROP && t.enabled()) {
+                        c.gather(0, frame, 0, NetFeatures.HDR_LEN);
                         if (reflect(total)) {
                             delivered++;
                             deliveredBytes += len;
