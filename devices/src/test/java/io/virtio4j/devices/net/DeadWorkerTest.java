@@ -9,7 +9,6 @@ import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.devices.worker.QueueWorker;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.vhost.backend.QueueContext;
-import io.virtio4j.vhost.backend.VirtioDevice;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import org.junit.jupiter.api.Test;
 
@@ -70,36 +69,9 @@ class DeadWorkerTest {
     }
 
     /** One queue pair that looks like a net device to the guest, served by one runner of {@link ExplodingWork}. */
-    private static final class ExplodingDevice implements VirtioDevice {
-        /** Only for its feature bits and config space: it starts no thread until a queue is started on it. */
-        private final NetDevice model = new NetDevice(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY));
+    private static final class ExplodingDevice extends OnePairNetLookalike {
         private final AtomicReferenceArray<QueueContext> started = new AtomicReferenceArray<>(2);
         private QueueRunner runner;
-
-        @Override
-        public long features() {
-            return model.features();
-        }
-
-        @Override
-        public int maxQueues() {
-            return 2;
-        }
-
-        @Override
-        public long protocolFeatures() {
-            return model.protocolFeatures();
-        }
-
-        @Override
-        public int reportedQueueCount() {
-            return model.reportedQueueCount();
-        }
-
-        @Override
-        public byte[] config() {
-            return model.config();
-        }
 
         @Override
         public synchronized void startQueue(int index, QueueContext queue) {

@@ -1,13 +1,11 @@
 package io.virtio4j.devices.worker;
 
+import io.virtio4j.devices.net.OnePairNetLookalike;
 import io.virtio4j.core.policy.NotificationMode;
-import io.virtio4j.devices.net.NetDevice;
-import io.virtio4j.devices.net.NetMode;
 import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.vhost.backend.QueueContext;
-import io.virtio4j.vhost.backend.VirtioDevice;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.protocol.Request;
@@ -101,36 +99,8 @@ class QueueRunnerTest {
     }
 
     /** One queue pair that looks like a net device to the driver; it records its started queues and serves none. */
-    private static final class RecordingDevice implements VirtioDevice {
-        /** Only for its feature bits and config space: it starts no thread until a queue is started on it. */
-        private final NetDevice model = new NetDevice(new NetDevice.Options(1, NetMode.LOOPBACK,
-                NotificationMode.NOTIFY, 0, 64, new int[0], new byte[] {0x52, 0x54, 0, 0x12, 0x34, 0x56}, 1500));
+    private static final class RecordingDevice extends OnePairNetLookalike {
         final AtomicReferenceArray<QueueContext> started = new AtomicReferenceArray<>(2);
-
-        @Override
-        public long features() {
-            return model.features();
-        }
-
-        @Override
-        public int maxQueues() {
-            return 2;
-        }
-
-        @Override
-        public long protocolFeatures() {
-            return model.protocolFeatures();
-        }
-
-        @Override
-        public int reportedQueueCount() {
-            return model.reportedQueueCount();
-        }
-
-        @Override
-        public byte[] config() {
-            return model.config();
-        }
 
         @Override
         public void startQueue(int index, QueueContext queue) {
