@@ -10,8 +10,12 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * A Linux eventfd: a 64-bit counter that writes add to and reads take (all of it, or 1 with
  * {@link #EFD_SEMAPHORE}). It is virtio's doorbell: vhost-user's kick and call file descriptors are eventfds.
  *
- * <p>Writes and reads go through a per-thread 8-byte native buffer, so any number of threads may call them and
- * neither allocates.
+ * <p>Writes and reads go through a per-thread 8-byte native buffer, so any number of threads may call them, and
+ * neither allocates: each is first made without capturing errno, because the JDK's errno capture slices its
+ * state segment on every call (a 40-byte object), which only C2's escape analysis removes, and only where it
+ * inlines the call: not reliably in a process that makes many kinds of downcall. A call that failed changed
+ * nothing (an eventfd read or write moves all 8 bytes or none), so it is made again with errno captured to learn
+ * why: that slower path runs only on failure (EAGAIN, EINTR, a closed descriptor).
  */
 public final class EventFd implements AutoCloseable {
     /** Each read takes 1 from the counter instead of all of it. */
@@ -26,6 +30,8 @@ public final class EventFd implements AutoCloseable {
     private static final MethodHandle EVENTFD = Native.downcallErrno("eventfd", JAVA_INT, JAVA_INT, JAVA_INT);
     private static final MethodHandle READ = Native.downcallErrno("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
     private static final MethodHandle WRITE = Native.downcallErrno("write", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
+    private static final MethodHandle READ_UNCAPTURED = Native.downcall("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
+    private static final MethodHandle WRITE_UNCAPTURED = Native.downcall("write", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
 
     private final FileDescriptor fd;
     private final boolean nonBlocking;
@@ -83,13 +89,17 @@ public final class EventFd implements AutoCloseable {
      */
     public void write(long value) {
         Native.threadWord().set(JAVA_LONG, 0, value);
-        Native.call(writeName, writeCall);
+        if (writeUncaptured() != COUNTER_BYTES) {
+            Native.call(writeName, writeCall); // nothing was written: again, to learn why (or succeed after EINTR)
+        }
     }
 
     /** Waits until the counter is non-zero, then takes it (or 1 of it in semaphore mode) and returns that. */
     public long read() {
         if (!nonBlocking) {
-            Native.call(readName, readCall);
+            if (readUncaptured() != COUNTER_BYTES) {
+                Native.call(readName, readCall); // nothing was read: again, to learn why (or succeed after EINTR)
+            }
             return Native.threadWord().get(JAVA_LONG, 0);
         }
         Poll readable = null;
@@ -113,10 +123,32 @@ public final class EventFd implements AutoCloseable {
         if (!nonBlocking) {
             throw new IllegalStateException("tryRead needs an eventfd created with EFD_NONBLOCK: " + fd);
         }
-        if (Native.call(readName, readCall, Errno.EAGAIN) < 0) {
-            return 0;
+        if (readUncaptured() != COUNTER_BYTES && Native.call(readName, readCall, Errno.EAGAIN) < 0) {
+            return 0; // nothing was read, and the second look found the counter still zero
         }
         return Native.threadWord().get(JAVA_LONG, 0);
+    }
+
+    /** read(2) of the counter into the thread's word, errno not captured: 8, or a failure to look into. */
+    private long readUncaptured() {
+        try {
+            return (long) READ_UNCAPTURED.invokeExact(fd.fd(), Native.threadWord(), COUNTER_BYTES);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(readName + " downcall failed", t); // a downcall throws nothing checked
+        }
+    }
+
+    /** write(2) of the thread's word to the counter, errno not captured: 8, or a failure to look into. */
+    private long writeUncaptured() {
+        try {
+            return (long) WRITE_UNCAPTURED.invokeExact(fd.fd(), Native.threadWord(), COUNTER_BYTES);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(writeName + " downcall failed", t); // a downcall throws nothing checked
+        }
     }
 
     @Override
