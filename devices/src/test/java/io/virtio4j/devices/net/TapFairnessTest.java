@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -23,6 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class TapFairnessTest {
     private static final int WEIGHT = 8;
     private static final int TX_FRAMES = 400;
+    /** Received frames that show the flood is on before the guest starts transmitting. */
+    private static final long FLOOD_SEEN = 200;
 
     @BeforeAll
     static void taps() {
@@ -44,6 +47,18 @@ class TapFairnessTest {
         }, "guest-rx-" + pair);
         t.start();
         return t;
+    }
+
+    /**
+     * Waits until {@code frames} reaches {@code atLeast} (the flood started by another process is under way, or
+     * still flowing), failing after a watchdog: the test must not depend on how fast that process starts.
+     */
+    private static void awaitFrames(LongSupplier frames, long atLeast, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (frames.getAsLong() < atLeast) {
+            assertTrue(System.nanoTime() < deadline, what + ": " + frames.getAsLong() + " frames, " + atLeast + " awaited");
+            Thread.sleep(5);
+        }
     }
 
     private static void transmit(NetDriver g, int pair, MemorySegment frame, long deadline) throws InterruptedException {
@@ -77,10 +92,10 @@ class TapFairnessTest {
             Process flood = rig.tool("flood", TapNamespace.GUEST_IP, "5000", "64", "20");
             Thread rx = receiver(rig.guest, 0, stop, rxFrames);
             try {
-                Thread.sleep(1500); // the flood is on
+                awaitFrames(rxFrames::get, FLOOD_SEEN, "the flood reaching the guest");
                 long rxBefore = rxFrames.get();
                 transmit(rig.guest, 0, arena.allocate(2048), System.nanoTime() + 20_000_000_000L);
-                assertTrue(rxFrames.get() > rxBefore, "receive kept flowing while transmitting");
+                awaitFrames(rxFrames::get, rxBefore + 1, "receive flowing on after the transmit completed");
             } finally {
                 stop.set(true);
                 rx.join(5000);
@@ -105,7 +120,7 @@ class TapFairnessTest {
             Thread r0 = receiver(rig.guest, 0, stop, rx0);
             Thread r1 = receiver(rig.guest, 1, stop, rx1);
             try {
-                Thread.sleep(1500);
+                awaitFrames(() -> rx0.get() + rx1.get(), FLOOD_SEEN, "the flood reaching the guest");
                 long deadline = System.nanoTime() + 30_000_000_000L;
                 transmit(rig.guest, 0, arena.allocate(2048), deadline);
                 transmit(rig.guest, 1, arena.allocate(2048), deadline);

@@ -38,7 +38,13 @@ class TapPollingTest {
         // Frames arrive at 5000/s for 3 s; the guest posts nothing.
         long wakeups0 = rig.device.stats(0).wakeups();
         Process sender = rig.tool("send", TapNamespace.GUEST_IP, "5000", "15000", "5000", "64", "64");
-        Thread.sleep(500); // the tap fills, the first frame waits in the worker for a buffer
+        // The tap fills and the first frame waits in the worker for a buffer: wait for that (the sender is a process
+        // whose start takes what it takes) before measuring the starved period.
+        long started = System.nanoTime();
+        while (rig.device.stats(0).rxRingEmpty() == 0) {
+            assertTrue(System.nanoTime() - started < 20_000_000_000L, "no frame met the empty ring: " + rig.device.stats(0));
+            Thread.sleep(5);
+        }
         long cpu0 = rig.workerCpuNanos(0);
         long t0 = System.nanoTime();
         Thread.sleep(2000);
