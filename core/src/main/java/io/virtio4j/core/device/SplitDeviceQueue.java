@@ -60,6 +60,11 @@ public final class SplitDeviceQueue {
     private final DescriptorChain chain;
     /** Heads popped and not yet pushed, with the writable bytes of each. */
     private final boolean[] inFlight;
+    /**
+     * The head popped from each avail ring slot, as this side read it: {@link #unpop} checks against it rather
+     * than reading the slot again from shared memory, which the driver may have rewritten meanwhile.
+     */
+    private final int[] poppedHeads;
     private final long[] headWritableBytes;
 
     private int lastAvail;
@@ -93,6 +98,7 @@ public final class SplitDeviceQueue {
         this.cachedAvailOnEnable = options.cachedAvailOnEnable();
         this.chain = new DescriptorChain(size);
         this.inFlight = new boolean[size];
+        this.poppedHeads = new int[size];
         this.headWritableBytes = new long[size];
         kicksEnabled = true;
     }
@@ -186,6 +192,7 @@ public final class SplitDeviceQueue {
         walk(head);
         inFlight[head] = true;
         headWritableBytes[head] = chain.writableBytes();
+        poppedHeads[slot] = head;
         lastAvail = (lastAvail + 1) & 0xFFFF;
         counters.buffers++;
         return chain;
@@ -200,7 +207,7 @@ public final class SplitDeviceQueue {
      */
     public void unpop(int head) {
         int prev = (lastAvail - 1) & 0xFFFF;
-        if (head < 0 || head >= size || !inFlight[head] || avail.entry(prev & mask) != head) {
+        if (head < 0 || head >= size || !inFlight[head] || poppedHeads[prev & mask] != head) {
             throw new IllegalStateException("head " + head + " is not the chain popped last");
         }
         inFlight[head] = false;

@@ -97,6 +97,14 @@ public final class SplitLayout {
         return queueSize > 0 && queueSize <= MAX_QUEUE_SIZE && Integer.bitCount(queueSize) == 1;
     }
 
+    /** @throws IllegalArgumentException when {@code queueSize} is not a power of two up to {@link #MAX_QUEUE_SIZE} */
+    public static void requireValidQueueSize(int queueSize) {
+        if (!isValidQueueSize(queueSize)) {
+            throw new IllegalArgumentException("queue size " + queueSize + " is not a power of two in [1, "
+                    + MAX_QUEUE_SIZE + "]");
+        }
+    }
+
     /**
      * {@code vring_need_event}: true when {@code event} lies in {@code [old, new)} modulo 2^16, i.e. one
      * of the entries just published is the one the other side asked to be told about.

@@ -13,10 +13,7 @@ import java.lang.foreign.MemorySegment;
 public record SplitRingAreas(int queueSize, MemorySegment descTable, MemorySegment availRing, MemorySegment usedRing) {
 
     public SplitRingAreas {
-        if (!SplitLayout.isValidQueueSize(queueSize)) {
-            throw new IllegalArgumentException("queue size " + queueSize
-                    + " is not a power of two in [1, " + SplitLayout.MAX_QUEUE_SIZE + "]");
-        }
+        SplitLayout.requireValidQueueSize(queueSize);
         if (descTable.byteSize() < SplitLayout.descTableBytes(queueSize)) {
             throw new IllegalArgumentException("descriptor table needs " + SplitLayout.descTableBytes(queueSize)
                     + " bytes, segment has " + descTable.byteSize());

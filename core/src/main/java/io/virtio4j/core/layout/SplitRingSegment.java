@@ -32,9 +32,11 @@ public final class SplitRingSegment {
     /**
      * Offset of the data area after a ring of {@code queueSize} entries.
      *
-     * @throws IllegalArgumentException when {@code dataAlign} is not a positive power of two
+     * @throws IllegalArgumentException when the queue size is invalid or {@code dataAlign} is not a positive power
+     *         of two
      */
     public static long dataOffset(int queueSize, long dataAlign) {
+        SplitLayout.requireValidQueueSize(queueSize);
         if (dataAlign <= 0 || Long.bitCount(dataAlign) != 1) {
             throw new IllegalArgumentException("data alignment " + dataAlign + " is not a positive power of two");
         }
@@ -46,7 +48,7 @@ public final class SplitRingSegment {
         if (dataBytes < 0) {
             throw new IllegalArgumentException("data area of " + dataBytes + " bytes");
         }
-        return dataOffset(queueSize, dataAlign) + dataBytes;
+        return Math.addExact(dataOffset(queueSize, dataAlign), dataBytes);
     }
 
     /**

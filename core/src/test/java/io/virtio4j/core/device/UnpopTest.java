@@ -31,4 +31,24 @@ class UnpopTest {
             assertEquals(2, p.device.counters().buffers);
         }
     }
+
+    /**
+     * Giving a chain back checks it against what this side popped, not against the avail ring, which the driver
+     * may rewrite meanwhile: a rewritten slot must not make the device's own bookkeeping call fail (and take the
+     * queue's thread with it); the next pop reads the slot again and validates whatever it finds.
+     */
+    @Test
+    void aSlotTheDriverRewroteAfterThePopDoesNotFailTheGiveBack() {
+        try (Pair p = Pair.open(8)) {
+            p.add("a", 1, 0);
+            p.add("b", 1, 0);
+            p.driver.kick();
+            int a = p.device.pop().head();
+            int slot = 0;
+            assertEquals(a, p.avail.entry(slot));
+            p.avail.entry(slot, a + 1); // a hostile driver rewrites the entry the device has read
+            p.device.unpop(a);
+            assertEquals(a + 1, p.device.pop().head(), "the next pop reads the slot again");
+        }
+    }
 }

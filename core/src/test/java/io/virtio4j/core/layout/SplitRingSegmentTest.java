@@ -17,6 +17,7 @@ import java.lang.foreign.ValueLayout;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A ring and its data in one segment: offsets against hand-computed numbers, the refusals, and a round trip. */
 class SplitRingSegmentTest {
@@ -79,6 +80,15 @@ class SplitRingSegmentTest {
             assertThrows(IllegalArgumentException.class, () -> SplitRingSegment.carve(seg.asSlice(0, 319), 8, 64));
             SplitRingSegment.carve(seg.asSlice(0, 320), 8, 64); // an empty data area is fine
         }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {-8, 0, 3, 65536})
+    void aQueueSizeThatIsNotAPowerOfTwoUpToTheMaximumIsRefused(int queueSize) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> SplitRingSegment.dataOffset(queueSize, 64));
+        assertTrue(e.getMessage().contains("queue size " + queueSize), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> SplitRingSegment.bytes(queueSize, 64, 0));
     }
 
     @ParameterizedTest

@@ -91,6 +91,10 @@ final class ReflectorWorker implements PairWork {
             return 0;
         }
         SplitDeviceQueue q = t.queue();
+        // Whether frames go back at all, read once per pass (both flags are volatile, written by the control
+        // thread on SET_VRING_ENABLE); a pass is bounded by the weight, so a change is seen a pass later at most.
+        QueueContext r = queues.rx;
+        boolean back = reflection != NetMode.Reflection.DROP && t.enabled() && r != null && r.enabled();
         int n = 0;
         long packets = 0;
         long bytes = 0;
@@ -115,9 +119,9 @@ final class ReflectorWorker implements PairWork {
                     c.gather(NetFeatures.HDR_LEN, frame, NetFeatures.HDR_LEN, len);
                     packets++;
                     bytes += len;
-                    if (reflection != NetMode.Reflection.DROP && t.enabled()) {
+                    if (back) {
                         c.gather(0, frame, 0, NetFeatures.HDR_LEN);
-                        if (reflect(total)) {
+                        if (reflect(r, total)) {
                             delivered++;
                             deliveredBytes += len;
                         } else {
@@ -146,9 +150,8 @@ final class ReflectorWorker implements PairWork {
      * Puts the frame in {@link #frame} on the receive queue, MACs swapped when asked. Returns false when it was not
      * delivered (no receive ring, not enough buffers, or see {@link RxDelivery}).
      */
-    private boolean reflect(long total) {
-        QueueContext r = queues.rx;
-        if (r == null || !r.enabled() || r.queue().isBroken()) {
+    private boolean reflect(QueueContext r, long total) {
+        if (r.queue().isBroken()) {
             return false;
         }
         if (reflection == NetMode.Reflection.SWAP_MACS) {

@@ -2,6 +2,7 @@ package io.virtio4j.devices.net;
 
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.error.AvailableChainChangedException;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -119,11 +120,25 @@ final class RxDelivery {
         frame.set(LE_SHORT, NetFeatures.HDR_NUM_BUFFERS, (short) k);
         long copied = 0;
         for (int i = 0; i < k; i++) {
+            // The same chains, read again from guest memory: a driver that rewrote them meanwhile broke the ring.
             DescriptorChain c = q.pop();
+            if (c == null || c.head() != heads[i]) {
+                throw changed(new AvailableChainChangedException("avail.ring (receive chain " + i + " of " + k + ")",
+                        c == null ? -1 : c.head(), "was head " + heads[i] + " when the device first read it"));
+            }
             long n = c.scatter(0, frame, copied, total - copied);
             copied += n;
             q.pushUsed(c.head(), n);
         }
+        if (copied != total) {
+            throw changed(new AvailableChainChangedException("desc writable bytes (receive chains " + heads[0] + ".."
+                    + heads[k - 1] + ")", copied, "held " + total + " bytes when the device first read them"));
+        }
         return DELIVERED;
+    }
+
+    private AvailableChainChangedException changed(AvailableChainChangedException e) {
+        q.fail(e); // the queue is broken from here on, as for any violation the queue finds itself
+        return e;
     }
 }

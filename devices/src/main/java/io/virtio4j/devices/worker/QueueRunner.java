@@ -306,7 +306,7 @@ public final class QueueRunner implements AutoCloseable {
         // close our queues' fds, so a worker that reads it set stops before it reads a kick again.
         while (!stop && !mailbox.poisoned()) {
             boolean mail = mailbox.drain();
-            if (mailbox.poisoned()) {
+            if (mail && mailbox.poisoned()) { // only a request that ran can have been the one that got stuck
                 break;
             }
             int work = worker.doWork();

@@ -6,20 +6,14 @@ import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.vhost.backend.QueueContext;
-import io.virtio4j.vhost.frontend.VhostUserFrontend;
-import io.virtio4j.vhost.protocol.ProtocolFeatures;
-import io.virtio4j.vhost.protocol.Request;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -162,11 +156,6 @@ class QueueRunnerTest {
         }
     }
 
-    private static void setErrFd(VhostUserFrontend fe, int ring, EventFd err) {
-        fe.sendRaw(Request.SET_VRING_ERR.code(), ProtocolFeatures.VERSION,
-                ByteBuffer.allocate(8).order(ByteOrder.nativeOrder()).putLong(ring).array(), err.fileDescriptor());
-        fe.getFeatures(); // answered once SET_VRING_ERR is handled
-    }
 
     /**
      * A pass that does not end: the attach of the receive queue is withdrawn and fails, and the runner is poisoned
@@ -231,7 +220,6 @@ class QueueRunnerTest {
         assertEquals(rxAttaches, w.attaches0.get(), "a later attach does not reach the worker");
         r.detach(0);
         r.detach(1);
-        assertFalse(w.release.getCount() == 0, "the worker is still stuck: nothing above waited for it");
     }
 
     @FunctionalInterface
@@ -245,7 +233,8 @@ class QueueRunnerTest {
         InProcessBackend.Connected c = InProcessBackend.start(device, "queue-runner-test");
         try (NetDriver g = NetDriver.start(c.frontend(), NetDriver.Config.defaults());
              EventFd err = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC)) {
-            setErrFd(g.frontend(), 1, err);
+            g.frontend().setVringErr(1, err);
+            g.frontend().getFeatures(); // answered once SET_VRING_ERR is handled
             body.run(g, device.started.get(0), device.started.get(1), err);
         } finally {
             c.backend().awaitEnd();

@@ -39,11 +39,6 @@ final class EventFdSlot {
         }
     }
 
-    /** The current eventfd, or null. */
-    EventFd current() {
-        return current;
-    }
-
     /**
      * Control thread: makes {@code next} (owned from now on; null for none) the current eventfd; the one it
      * replaces is closed as soon as no signal can be writing to it.

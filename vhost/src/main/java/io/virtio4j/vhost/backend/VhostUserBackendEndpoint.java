@@ -47,7 +47,7 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
                     throw e;
                 }
                 LOG.info("front-end connected on " + path);
-                new VhostUserConnection(s, sessions.get(), path.toString()).serve();
+                new VhostUserConnection(s, sessionFor(s), path.toString()).serve();
             }
         } finally {
             // Only this thread closes the listener, and under the lock close() shuts it down with: the number
@@ -75,7 +75,7 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
             }
             backoff = 50;
             LOG.info("connected to front-end at " + path);
-            new VhostUserConnection(s, sessions.get(), path.toString()).serve();
+            new VhostUserConnection(s, sessionFor(s), path.toString()).serve();
         }
     }
 
@@ -91,6 +91,16 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
             if (listener != null) {
                 listener.shutdown();
             }
+        }
+    }
+
+    /** A new session for the connection on {@code s}; {@code s} is closed when there is none (a device refused). */
+    private VhostUserSession sessionFor(UnixSocket s) {
+        try {
+            return sessions.get();
+        } catch (RuntimeException | Error e) {
+            s.close();
+            throw e;
         }
     }
 }
