@@ -1,6 +1,9 @@
 package io.virtio4j.os;
 
+import java.io.IOException;
 import java.lang.invoke.MethodHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -27,6 +30,7 @@ public final class EventFd implements AutoCloseable {
 
     private static final int KNOWN_FLAGS = EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC;
     private static final long COUNTER_BYTES = 8L;
+    private static final String EVENTFD_TARGET = "anon_inode:[eventfd]";
     private static final MethodHandle EVENTFD = Native.downcallErrno("eventfd", JAVA_INT, JAVA_INT, JAVA_INT);
     private static final MethodHandle READ = Native.downcallErrno("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
     private static final MethodHandle WRITE = Native.downcallErrno("write", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
@@ -65,11 +69,28 @@ public final class EventFd implements AutoCloseable {
 
     /**
      * Takes over an eventfd received from a peer (a vhost-user kick or call fd), switching it to non-blocking
-     * mode so {@link #tryRead()} works after a poll.
+     * mode so {@link #tryRead()} works after a poll. The peer's word is not taken for it: a pipe, socket or file
+     * sent in its place would take writes until it filled and then fail them on the thread that signals.
+     *
+     * @throws LinuxException EINVAL when {@code fd} is not an eventfd (it stays open: the caller owns it), or the
+     *         error of making it non-blocking
      */
     public static EventFd adopt(FileDescriptor fd) {
+        String target = target(fd);
+        if (!EVENTFD_TARGET.equals(target)) {
+            throw new LinuxException("adopt " + fd + " (" + target + ") as an eventfd", Errno.EINVAL);
+        }
         fd.makeNonBlocking();
         return new EventFd(fd, true);
+    }
+
+    /** What {@code fd} is, as /proc/self/fd tells: {@value #EVENTFD_TARGET} for an eventfd. */
+    private static String target(FileDescriptor fd) {
+        try {
+            return Files.readSymbolicLink(Path.of("/proc/self/fd", Integer.toString(fd.fd()))).toString();
+        } catch (IOException e) {
+            return "unknown: " + e.getMessage();
+        }
     }
 
     /** The descriptor, to register with epoll or send to another process; still owned by this object. */

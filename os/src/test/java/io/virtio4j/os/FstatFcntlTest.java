@@ -22,6 +22,15 @@ class FstatFcntlTest {
     }
 
     @Test
+    void aDescriptorThatIsNotAnEventFdIsNotAdopted() {
+        try (FileDescriptor memfd = Memfd.create("not-an-eventfd", 4096)) {
+            LinuxException e = assertThrows(LinuxException.class, () -> EventFd.adopt(memfd));
+            assertEquals(Errno.EINVAL, e.errno());
+            assertTrue(e.getMessage().contains("memfd:not-an-eventfd"), e.getMessage());
+        }
+    }
+
+    @Test
     void adoptedEventFdIsNonBlocking() {
         EventFd blocking = EventFd.create(EventFd.EFD_CLOEXEC);
         FileDescriptor raw = FileDescriptor.adopt(blocking.fileDescriptor().release());
