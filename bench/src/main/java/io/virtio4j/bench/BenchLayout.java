@@ -1,11 +1,12 @@
 package io.virtio4j.bench;
 
 import io.virtio4j.core.device.DeviceOptions;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.SplitLayout;
-import io.virtio4j.core.layout.SplitRingSegment;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.layout.RingSegment;
 import io.virtio4j.core.notify.Notifier;
 
 import java.lang.foreign.MemorySegment;
@@ -26,7 +27,7 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
 
     public static BenchLayout of(BenchConfig cfg) {
         int q = cfg.ringSize();
-        long ring = SplitRingSegment.dataOffset(q, PAGE);
+        long ring = RingSegment.dataOffset(RingFormat.SPLIT, q, PAGE);
         long indirect = cfg.indirect() ? align(DriverOptions.indirectTablesBytes(q, cfg.chain())) : 0;
         long pool = align((long) q * cfg.chain() * cfg.bufSize());
         long control = ring + indirect + pool;
@@ -42,12 +43,12 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
         return poolBase + ((long) slot * cfg.chain() + e) * cfg.bufSize();
     }
 
-    private SplitRingSegment ring(MemorySegment mem) {
-        return SplitRingSegment.carve(mem, cfg.ringSize(), PAGE);
+    private RingSegment ring(MemorySegment mem) {
+        return RingSegment.carve(mem, RingFormat.SPLIT, cfg.ringSize(), PAGE);
     }
 
     /** The driver side over {@code mem}; zeroes the ring headers. */
-    public SplitDriverQueue driverQueue(MemorySegment mem, Notifier kick) {
+    public DriverQueue driverQueue(MemorySegment mem, Notifier kick) {
         DriverOptions o = DriverOptions.defaults()
                 .withOrdering(cfg.barriers())
                 .withEventIdx(cfg.eventIdx())
@@ -55,18 +56,18 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
         if (cfg.indirect()) {
             o = o.withIndirect(mem.asSlice(ringBytes, indirectBytes), ringBytes, cfg.chain(), 2);
         }
-        return new SplitDriverQueue(ring(mem).areas(), o, kick);
+        return DriverQueue.over(ring(mem).areas(), o, kick);
     }
 
     /** The device side over {@code mem}. */
-    public SplitDeviceQueue deviceQueue(MemorySegment mem, Notifier call) {
+    public DeviceQueue deviceQueue(MemorySegment mem, Notifier call) {
         DeviceOptions o = DeviceOptions.defaults()
                 .withOrdering(cfg.barriers())
                 .withEventIdx(cfg.eventIdx())
                 .withIndirectDesc(cfg.indirect())
                 .withCachedAvailOnEnable(cfg.cachedAvail());
-        SplitRingSegment ring = ring(mem);
-        return new SplitDeviceQueue(ring.areas(), ring.guestMemory(), o, call);
+        RingSegment ring = ring(mem);
+        return DeviceQueue.over(ring.areas(), ring.guestMemory(), o, call);
     }
 
     /** Driver: release store, so everything the driver did before is visible to a device that sees it. */

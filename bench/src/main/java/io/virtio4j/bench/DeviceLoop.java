@@ -1,7 +1,7 @@
 package io.virtio4j.bench;
 
 import io.virtio4j.core.device.DescriptorChain;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.notify.IdleWait;
 
@@ -23,10 +23,10 @@ final class DeviceLoop {
     private final BenchConfig cfg;
     private final BenchLayout layout;
     private final MemorySegment mem;
-    private final SplitDeviceQueue device;
+    private final DeviceQueue device;
     private final Notifier kick;
 
-    DeviceLoop(BenchLayout layout, MemorySegment mem, SplitDeviceQueue device, Notifier kick) {
+    DeviceLoop(BenchLayout layout, MemorySegment mem, DeviceQueue device, Notifier kick) {
         this.cfg = layout.cfg();
         this.layout = layout;
         this.mem = mem;

@@ -1,6 +1,6 @@
 package io.virtio4j.bench;
 
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.stats.QueueCounters;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.vhost.notify.EventFdNotifier;
@@ -62,7 +62,7 @@ public final class DeviceProcess {
              EventFdNotifier kick = new EventFdNotifier(EventFd.adopt(fds[1]));
              EventFdNotifier call = new EventFdNotifier(EventFd.adopt(fds[2]))) {
             MemorySegment mem = Mmap.mapShared(memfd, layout.totalBytes(), arena);
-            SplitDeviceQueue device = layout.deviceQueue(mem, call);
+            DeviceQueue device = layout.deviceQueue(mem, call);
             Wire.send(s, buf, Map.of("ready", "1"));
             DeviceLoop.Result r = new DeviceLoop(layout, mem, device, kick).run();
             Map<String, String> out = new LinkedHashMap<>();

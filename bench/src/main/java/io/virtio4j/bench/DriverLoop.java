@@ -1,7 +1,7 @@
 package io.virtio4j.bench;
 
 import io.virtio4j.core.driver.ScatterGather;
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.notify.IdleWait;
 
@@ -24,10 +24,10 @@ final class DriverLoop {
     private final BenchConfig cfg;
     private final BenchLayout layout;
     private final MemorySegment mem;
-    private final SplitDriverQueue driver;
+    private final DriverQueue driver;
     private final Notifier call;
 
-    DriverLoop(BenchLayout layout, MemorySegment mem, SplitDriverQueue driver, Notifier call) {
+    DriverLoop(BenchLayout layout, MemorySegment mem, DriverQueue driver, Notifier call) {
         this.cfg = layout.cfg();
         this.layout = layout;
         this.mem = mem;

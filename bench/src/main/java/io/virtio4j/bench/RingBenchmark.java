@@ -1,7 +1,7 @@
 package io.virtio4j.bench;
 
-import io.virtio4j.core.device.SplitDeviceQueue;
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.device.DeviceQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.notify.ParkingNotifier;
 
 import java.lang.foreign.Arena;
@@ -37,8 +37,8 @@ public final class RingBenchmark {
             MemorySegment mem = arena.allocate(layout.totalBytes(), 4096);
             ParkingNotifier kick = new ParkingNotifier();
             ParkingNotifier call = new ParkingNotifier();
-            SplitDriverQueue driver = layout.driverQueue(mem, kick);
-            SplitDeviceQueue device = layout.deviceQueue(mem, call);
+            DriverQueue driver = layout.driverQueue(mem, kick);
+            DeviceQueue device = layout.deviceQueue(mem, call);
             AtomicReference<DeviceLoop.Result> devResult = new AtomicReference<>();
             AtomicReference<DriverLoop.Result> drvResult = new AtomicReference<>();
             AtomicReference<Throwable> failure = new AtomicReference<>();

@@ -1,6 +1,6 @@
 package io.virtio4j.bench;
 
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.vhost.notify.EventFdNotifier;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
@@ -75,7 +75,7 @@ public final class TwoProcessBenchmark implements AutoCloseable {
         long gcBefore = RingBenchmark.gcCount();
         DriverLoop.Result d;
         Map<String, String> dev;
-        SplitDriverQueue driver;
+        DriverQueue driver;
         try (Arena arena = Arena.ofShared();
              FileDescriptor memfd = Memfd.create("virtio4j-bench", layout.totalBytes());
              EventFdNotifier kick = new EventFdNotifier();

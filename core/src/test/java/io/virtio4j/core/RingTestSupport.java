@@ -2,15 +2,16 @@ package io.virtio4j.core;
 
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.DeviceOptions;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
-import io.virtio4j.core.layout.SplitRingSegment;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.layout.RingSegment;
 import io.virtio4j.core.layout.UsedRing;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
@@ -92,8 +93,8 @@ public final class RingTestSupport {
         /** Views of the shared ring headers, to observe (or forge) what the other side sees. */
         public final AvailRing avail;
         public final UsedRing used;
-        public final SplitDriverQueue driver;
-        public final SplitDeviceQueue device;
+        public final DriverQueue driver;
+        public final DeviceQueue device;
         public final CountingNotifier kicks = new CountingNotifier();
         public final CountingNotifier calls = new CountingNotifier();
         /** Guest address of the indirect tables, or -1 without them. */
@@ -110,13 +111,13 @@ public final class RingTestSupport {
                     : SplitLayout.roundUp(DriverOptions.indirectTablesBytes(queueSize, indirectMax), 4096);
             dataSlots = Math.max(64, 4 * queueSize);
             arena = Arena.ofConfined();
-            SplitRingSegment ring = SplitRingSegment.allocate(arena, queueSize, 4096,
+            RingSegment ring = RingSegment.allocate(arena, RingFormat.SPLIT, queueSize, 4096,
                     tableBytes + (long) dataSlots * SLOT_BYTES);
             long ringBytes = ring.dataOffset();
             dataBase = ringBytes + tableBytes;
             memory = ring.segment();
             guest = ring.guestMemory();
-            areas = ring.areas();
+            areas = (SplitRingAreas) ring.areas();
             avail = new AvailRing(areas.availRing(), queueSize);
             used = new UsedRing(areas.usedRing(), queueSize);
             DriverOptions opts = driverOptions;
@@ -127,8 +128,8 @@ public final class RingTestSupport {
                 opts = driverOptions.withIndirect(memory.asSlice(ringBytes, tableBytes), ringBytes, indirectMax,
                         indirectThreshold);
             }
-            driver = new SplitDriverQueue(areas, opts, kicks);
-            device = new SplitDeviceQueue(areas, guest, deviceOptions, calls);
+            driver = DriverQueue.over(areas, opts, kicks);
+            device = DeviceQueue.over(areas, guest, deviceOptions, calls);
         }
 
         public static Pair open(int queueSize, DriverOptions driverOptions, DeviceOptions deviceOptions) {
@@ -234,7 +235,7 @@ public final class RingTestSupport {
         public final GuestMemory guest;
         public final SplitRingAreas areas;
         public final AvailRing avail;
-        public final SplitDeviceQueue device;
+        public final DeviceQueue device;
         private int availIdx;
 
         private HostileRing(int queueSize, DeviceOptions options, boolean twoRegions) {
@@ -255,7 +256,7 @@ public final class RingTestSupport {
             }
             areas = SplitRingAreas.carve(memory, queueSize);
             avail = new AvailRing(areas.availRing(), queueSize);
-            device = new SplitDeviceQueue(areas, guest, options, new CountingNotifier());
+            device = DeviceQueue.over(areas, guest, options, new CountingNotifier());
         }
 
         public static HostileRing open(int queueSize, DeviceOptions options) {

@@ -1,15 +1,16 @@
 package io.virtio4j.jcstress;
 
 import io.virtio4j.core.device.DeviceOptions;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
-import io.virtio4j.core.layout.SplitRingSegment;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.layout.RingSegment;
 import io.virtio4j.core.layout.UsedRing;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.policy.AvailPublication;
@@ -23,7 +24,7 @@ import java.lang.foreign.ValueLayout;
  * One small split ring in native memory with the project's own driver and device queues over it: the fixture
  * every litmus test builds in its {@code @State} constructor.
  *
- * <p>Layout of the one segment ({@link SplitRingSegment}, guest address = offset): the three ring areas, then
+ * <p>Layout of the one segment ({@link RingSegment}, guest address = offset): the three ring areas, then
  * from the next cache line {@value #BUFFERS_COUNT} data buffers of {@value #BUFFER_BYTES} bytes each.
  *
  * <p>Everything the queues do not initialise themselves is filled with <em>leftovers</em>, as if from an
@@ -44,12 +45,12 @@ public final class Ring {
     public static final int BUFFER_BYTES = 64;
     public static final int BUFFERS_COUNT = 4;
     /** Guest address of buffer 0, the first cache line after the ring areas. */
-    public static final long BUFFERS = SplitRingSegment.dataOffset(QUEUE_SIZE, 64);
+    public static final long BUFFERS = RingSegment.dataOffset(RingFormat.SPLIT, QUEUE_SIZE, 64);
     public static final int STALE_BUFFER = BUFFERS_COUNT - 1;
     public static final int STALE_HEAD = QUEUE_SIZE - 1;
     public static final int STALE_INT = -1;
 
-    private static final long TOTAL = SplitRingSegment.bytes(QUEUE_SIZE, 64, (long) BUFFERS_COUNT * BUFFER_BYTES);
+    private static final long TOTAL = RingSegment.bytes(RingFormat.SPLIT, QUEUE_SIZE, 64, (long) BUFFERS_COUNT * BUFFER_BYTES);
     private static final long CHUNK = 1 << 20;
 
     private static final long SLOT = SplitLayout.roundUp(TOTAL, 64);
@@ -76,20 +77,20 @@ public final class Ring {
 
     public final MemorySegment memory;
     public final SplitRingAreas areas;
-    public final SplitDriverQueue driver;
-    public final SplitDeviceQueue device;
+    public final DriverQueue driver;
+    public final DeviceQueue device;
     /** The driver's scatter-gather list (driver thread only). */
     public final ScatterGather sg = new ScatterGather(2);
 
     public Ring(Ordering ordering, boolean eventIdx, AvailPublication publication) {
-        SplitRingSegment ring = SplitRingSegment.carve(allocate(), QUEUE_SIZE, 64);
+        RingSegment ring = RingSegment.carve(allocate(), RingFormat.SPLIT, QUEUE_SIZE, 64);
         memory = ring.segment();
-        areas = ring.areas();
+        areas = (SplitRingAreas) ring.areas();
         fillWithLeftovers();
-        driver = new SplitDriverQueue(areas,
+        driver = DriverQueue.over(areas,
                 DriverOptions.defaults().withOrdering(ordering).withEventIdx(eventIdx).withPublication(publication),
                 NONE);
-        device = new SplitDeviceQueue(areas, ring.guestMemory(),
+        device = DeviceQueue.over(areas, ring.guestMemory(),
                 DeviceOptions.defaults().withOrdering(ordering).withEventIdx(eventIdx), NONE);
     }
 

@@ -1,9 +1,9 @@
 package io.virtio4j.bench.jmh;
 
 import io.virtio4j.core.device.DescriptorChain;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.ScatterGather;
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jmh.annotations.AuxCounters;
@@ -51,8 +51,8 @@ public class DuplexRingBenchmark {
     public int batch;
 
     Ring ring;
-    SplitDriverQueue driver;
-    SplitDeviceQueue device;
+    DriverQueue driver;
+    DeviceQueue device;
 
     @Setup
     public void setup() {
@@ -100,7 +100,7 @@ public class DuplexRingBenchmark {
     @Group("duplex")
     @GroupThreads(1)
     public void driver(DriverSide d, Blackhole bh) {
-        SplitDriverQueue q = driver;
+        DriverQueue q = driver;
         Object[] tokens = ring.tokens;
         int added = 0;
         while (added < batch && q.freeDescriptors() > 0) {
@@ -123,7 +123,7 @@ public class DuplexRingBenchmark {
     @Group("duplex")
     @GroupThreads(1)
     public void device(DeviceSide d, Blackhole bh) {
-        SplitDeviceQueue q = device;
+        DeviceQueue q = device;
         int n = 0;
         DescriptorChain chain;
         while (n < batch && (chain = q.pop()) != null) {

@@ -1,12 +1,13 @@
 package io.virtio4j.bench.jmh;
 
 import io.virtio4j.core.device.DeviceOptions;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.SplitRingAreas;
-import io.virtio4j.core.layout.SplitRingSegment;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.layout.RingSegment;
 import io.virtio4j.core.layout.UsedRing;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.ParkingNotifier;
@@ -48,9 +49,9 @@ final class Ring implements AutoCloseable {
 
     Ring(int queueSize) {
         this.queueSize = queueSize;
-        SplitRingSegment ring = SplitRingSegment.allocate(arena, queueSize, PAGE, (long) queueSize * BUF_SIZE);
+        RingSegment ring = RingSegment.allocate(arena, RingFormat.SPLIT, queueSize, PAGE, (long) queueSize * BUF_SIZE);
         mem = ring.segment();
-        areas = ring.areas();
+        areas = (SplitRingAreas) ring.areas();
         avail = new AvailRing(areas.availRing(), queueSize);
         used = new UsedRing(areas.usedRing(), queueSize);
         memory = ring.guestMemory();
@@ -62,14 +63,14 @@ final class Ring implements AutoCloseable {
     }
 
     /** EVENT_IDX on, no indirect tables (1-element buffers never go indirect). */
-    SplitDriverQueue driver(Ordering ordering, AvailPublication publication) {
+    DriverQueue driver(Ordering ordering, AvailPublication publication) {
         DriverOptions o = DriverOptions.defaults().withOrdering(ordering).withPublication(publication);
-        return new SplitDriverQueue(areas, o, kickNotifier);
+        return DriverQueue.over(areas, o, kickNotifier);
     }
 
     /** EVENT_IDX and indirect descriptors on, cached avail index on enable (the defaults). */
-    SplitDeviceQueue device(Ordering ordering) {
-        return new SplitDeviceQueue(areas, memory, DeviceOptions.defaults().withOrdering(ordering), callNotifier);
+    DeviceQueue device(Ordering ordering) {
+        return DeviceQueue.over(areas, memory, DeviceOptions.defaults().withOrdering(ordering), callNotifier);
     }
 
     /** Guest address of the buffer for sequence number {@code i}. */

@@ -6,6 +6,7 @@ import io.virtio4j.core.error.DescriptorLoopException;
 import io.virtio4j.core.error.IndexJumpException;
 import io.virtio4j.core.error.IndirectNotNegotiatedException;
 import io.virtio4j.core.error.IndirectWithNextException;
+import io.virtio4j.core.error.InvalidQueueStateException;
 import io.virtio4j.core.error.InvalidDescriptorIndexException;
 import io.virtio4j.core.error.InvalidIndirectTableException;
 import io.virtio4j.core.error.NestedIndirectException;
@@ -44,7 +45,7 @@ import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
  * {@link GuestMemory} is ever touched, because every access goes through bounds-checked segments after an
  * explicit range check.
  */
-public final class SplitDeviceQueue {
+public final class SplitDeviceQueue implements DeviceQueue {
     private final int size;
     private final int mask;
     private final MemorySegment desc;
@@ -101,45 +102,51 @@ public final class SplitDeviceQueue {
         this.poppedHeads = new int[size];
         this.headWritableBytes = new long[size];
         kicksEnabled = true;
+        usedShadow = usedPublished = usedDecided = used.idxAcquire();
     }
 
-    /**
-     * Resumes at available-ring position {@code lastAvailIdx} (VHOST_USER_SET_VRING_BASE) and at the used index
-     * the ring holds now, forgetting chains in flight and any earlier violation. With EVENT_IDX the next
-     * notification decision always notifies.
-     *
-     * @throws IndexJumpException when the driver's used.idx is further than a queue size from {@code lastAvailIdx}
-     */
-    public void restart(int lastAvailIdx) {
-        int usedIdx = used.idxAcquire();
+    @Override
+    public void restart(QueueState state) {
         broken = null;
-        if (((lastAvailIdx - usedIdx) & 0xFFFF) > size) {
-            throw breakWith(new IndexJumpException("used.idx", usedIdx, "is more than the queue size " + size
-                    + " behind the ring base " + (lastAvailIdx & 0xFFFF)));
+        int nextAvail = state.nextAvail();
+        int nextUsed = state.nextUsed();
+        if (((nextAvail - nextUsed) & 0xFFFF) > size) {
+            throw breakWith(new InvalidQueueStateException("nextUsed", nextUsed, "is more than the queue size " + size
+                    + " behind the next available index " + nextAvail));
         }
-        lastAvail = availCache = lastAvailIdx & 0xFFFF;
-        usedShadow = usedPublished = usedDecided = usedIdx;
+        lastAvail = availCache = nextAvail;
+        usedShadow = usedPublished = usedDecided = nextUsed;
         signalledUsedValid = false;
         java.util.Arrays.fill(inFlight, false);
     }
 
+    @Override
     public int size() {
         return size;
     }
 
-    /** Next avail index the device will pop (VHOST_USER_GET_VRING_BASE). */
-    public int lastAvailIdx() {
-        return lastAvail;
+    /**
+     * Where the queue stands: the next avail index to pop and the used index it publishes next (wrap counters are
+     * not a split ring's and read true). A new queue stands at avail index 0 and at the used.idx the ring holds:
+     * the used ring is the device's own area, so the index in it is where a device resuming a ring continues
+     * (libvhost-user does the same), and vhost-user's SET_VRING_BASE gives only the avail index.
+     */
+    @Override
+    public QueueState state() {
+        return QueueState.split(lastAvail, usedShadow);
     }
 
+    @Override
     public QueueCounters counters() {
         return counters;
     }
 
+    @Override
     public boolean isBroken() {
         return broken != null;
     }
 
+    @Override
     public RingViolationException violation() {
         return broken;
     }
@@ -149,6 +156,7 @@ public final class SplitDeviceQueue {
      * with {@link QueueBrokenException}, as after a violation, until {@link #restart}. A queue already broken keeps
      * its first cause. Called by the thread that owns the queue.
      */
+    @Override
     public void fail(RingViolationException cause) {
         if (broken == null) {
             breakWith(cause);
@@ -171,6 +179,7 @@ public final class SplitDeviceQueue {
      * Pops the next available chain, or returns null when the driver has made none available. The returned
      * chain is reused by the next pop.
      */
+    @Override
     public DescriptorChain pop() {
         checkNotBroken();
         if (lastAvail == availCache) {
@@ -205,6 +214,7 @@ public final class SplitDeviceQueue {
      *
      * @throws IllegalStateException when {@code head} is not the chain popped last and not yet pushed
      */
+    @Override
     public void unpop(int head) {
         int prev = (lastAvail - 1) & 0xFFFF;
         if (head < 0 || head >= size || !inFlight[head] || poppedHeads[prev & mask] != head) {
@@ -326,6 +336,7 @@ public final class SplitDeviceQueue {
      * Writes a used element for {@code head} with {@code writtenBytes} bytes written into its writable part.
      * Not visible to the driver until {@link #publishUsed()} or {@link #flushUsed()}.
      */
+    @Override
     public void pushUsed(int head, long writtenBytes) {
         checkNotBroken();
         if (head < 0 || head >= size || !inFlight[head]) {
@@ -342,6 +353,7 @@ public final class SplitDeviceQueue {
     }
 
     /** Publishes every used element pushed so far with one store of {@code used.idx}. */
+    @Override
     public void publishUsed() {
         if (usedPublished == usedShadow) {
             return;
@@ -363,6 +375,7 @@ public final class SplitDeviceQueue {
      * after a (re)start, when {@code old} is unknown (libvhost-user does the same). Without it: the
      * NO_INTERRUPT flag, which is authoritative every time, the first included.
      */
+    @Override
     public boolean needNotify() {
         // mb (store->load): our used.idx store must be visible before we load used_event / avail.flags. The driver
         // stores used_event (or clears NO_INTERRUPT) then loads used.idx; without a full fence both loads can pass
@@ -384,6 +397,7 @@ public final class SplitDeviceQueue {
      *
      * @return whether a notification was sent
      */
+    @Override
     public boolean flushUsed() {
         checkNotBroken();
         publishUsed();
@@ -400,6 +414,7 @@ public final class SplitDeviceQueue {
     }
 
     /** Asks the driver not to kick (a hint: it still may). With EVENT_IDX, avail_event is simply left behind. */
+    @Override
     public void disableKicks() {
         counters.disableCalls++;
         if (!kicksEnabled) {
@@ -420,6 +435,7 @@ public final class SplitDeviceQueue {
      *
      * @return true when buffers are available (do not sleep: pop them); false when it is safe to sleep
      */
+    @Override
     public boolean enableKicksOrFindPending() {
         checkNotBroken();
         counters.enableCalls++;

@@ -19,10 +19,12 @@ import java.lang.foreign.MemorySegment;
  * @param publication          when {@code avail.idx} is published
  * @param adaptiveMin          ADAPTIVE: publication interval after a needed kick
  * @param adaptiveMax          ADAPTIVE: largest publication interval
+ * @param inOrder              VIRTIO_F_IN_ORDER negotiated: descriptors are made available in ring order and the
+ *                             device may return a batch with one used entry for its last buffer
  */
 public record DriverOptions(Ordering ordering, boolean eventIdx, MemorySegment indirectTables,
                             long indirectTablesGuestAddr, int indirectMaxElements, int indirectThreshold,
-                            AvailPublication publication, int adaptiveMin, int adaptiveMax) {
+                            AvailPublication publication, int adaptiveMin, int adaptiveMax, boolean inOrder) {
 
     public DriverOptions {
         if (ordering == null || publication == null) {
@@ -38,11 +40,11 @@ public record DriverOptions(Ordering ordering, boolean eventIdx, MemorySegment i
 
     /** Weak barriers, event index on, no indirect tables, eager publication. */
     public static DriverOptions defaults() {
-        return new DriverOptions(Ordering.WEAK, true, null, 0, 0, 0, AvailPublication.EAGER, 1, 64);
+        return new DriverOptions(Ordering.WEAK, true, null, 0, 0, 0, AvailPublication.EAGER, 1, 64, false);
     }
 
     /**
-     * These options adjusted to negotiated {@code features}: EVENT_IDX as negotiated, indirect tables dropped
+     * These options adjusted to negotiated {@code features}: EVENT_IDX and IN_ORDER as negotiated, indirect tables dropped
      * unless INDIRECT_DESC is negotiated, STRONG ordering forced by VIRTIO_F_ORDER_PLATFORM.
      */
     public DriverOptions forFeatures(long features) {
@@ -50,27 +52,28 @@ public record DriverOptions(Ordering ordering, boolean eventIdx, MemorySegment i
         return new DriverOptions(VirtioFeatures.ordering(features, ordering),
                 VirtioFeatures.has(features, VirtioFeatures.EVENT_IDX), indirect ? indirectTables : null,
                 indirect ? indirectTablesGuestAddr : 0, indirect ? indirectMaxElements : 0,
-                indirect ? indirectThreshold : 0, publication, adaptiveMin, adaptiveMax);
+                indirect ? indirectThreshold : 0, publication, adaptiveMin, adaptiveMax,
+                VirtioFeatures.has(features, VirtioFeatures.IN_ORDER));
     }
 
     public DriverOptions withOrdering(Ordering o) {
         return new DriverOptions(o, eventIdx, indirectTables, indirectTablesGuestAddr, indirectMaxElements,
-                indirectThreshold, publication, adaptiveMin, adaptiveMax);
+                indirectThreshold, publication, adaptiveMin, adaptiveMax, inOrder);
     }
 
     public DriverOptions withEventIdx(boolean on) {
         return new DriverOptions(ordering, on, indirectTables, indirectTablesGuestAddr, indirectMaxElements,
-                indirectThreshold, publication, adaptiveMin, adaptiveMax);
+                indirectThreshold, publication, adaptiveMin, adaptiveMax, inOrder);
     }
 
     public DriverOptions withPublication(AvailPublication p) {
         return new DriverOptions(ordering, eventIdx, indirectTables, indirectTablesGuestAddr, indirectMaxElements,
-                indirectThreshold, p, adaptiveMin, adaptiveMax);
+                indirectThreshold, p, adaptiveMin, adaptiveMax, inOrder);
     }
 
     public DriverOptions withAdaptiveInterval(int min, int max) {
         return new DriverOptions(ordering, eventIdx, indirectTables, indirectTablesGuestAddr, indirectMaxElements,
-                indirectThreshold, publication, min, max);
+                indirectThreshold, publication, min, max, inOrder);
     }
 
     /**
@@ -80,7 +83,12 @@ public record DriverOptions(Ordering ordering, boolean eventIdx, MemorySegment i
      */
     public DriverOptions withIndirect(MemorySegment tables, long guestAddr, int maxElements, int threshold) {
         return new DriverOptions(ordering, eventIdx, tables, guestAddr, maxElements, threshold, publication,
-                adaptiveMin, adaptiveMax);
+                adaptiveMin, adaptiveMax, inOrder);
+    }
+
+    public DriverOptions withInOrder(boolean on) {
+        return new DriverOptions(ordering, eventIdx, indirectTables, indirectTablesGuestAddr, indirectMaxElements,
+                indirectThreshold, publication, adaptiveMin, adaptiveMax, on);
     }
 
     /** Bytes of indirect-table memory a queue of {@code queueSize} needs for {@code maxElements} per table. */

@@ -36,7 +36,7 @@ import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
  * <p>The free list and each chain's links are kept in private arrays, never read back from the shared
  * descriptor table, so a device scribbling on the table cannot corrupt the driver's state.
  */
-public final class SplitDriverQueue {
+public final class SplitDriverQueue implements DriverQueue {
     private final int size;
     private final int mask;
     private final MemorySegment desc;
@@ -63,6 +63,8 @@ public final class SplitDriverQueue {
     /** Bytes of the writable part of each head's buffer: the most the device may claim to have written. */
     private final long[] writableBytes;
 
+    /** Where {@link #detachUnused()} looks next: heads below it hold no token. */
+    private int detachCursor;
     private int freeHead;
     private int numFree;
     /** Next avail.idx value: where the next head goes. */
@@ -109,20 +111,30 @@ public final class SplitDriverQueue {
         this.tokens = new Object[size];
         this.chainDescs = new int[size];
         this.writableBytes = new long[size];
-        reset();
+        initialise();
+    }
+
+    @Override
+    public void reset() {
+        if (numFree != size) {
+            throw new IllegalStateException((size - numFree) + " descriptors still belong to buffers the driver has not"
+                    + " taken back: reap them or detachUnused() them first");
+        }
+        initialise();
     }
 
     /**
-     * Returns the queue to its initial state (all descriptors free, indices 0, not broken) and zeroes the
-     * shared ring headers. Tokens of buffers in flight are dropped.
+     * All descriptors free, positions 0, not broken; the ring's headers zeroed in both areas, as for a fresh
+     * allocation (the spec makes zeroing the used ring's flags the driver's job). The device must not be using it.
      */
-    public void reset() {
+    private void initialise() {
         for (int i = 0; i < size; i++) {
             next[i] = i + 1;
             tokens[i] = null;
         }
         freeHead = 0;
         numFree = size;
+        detachCursor = 0;
         availShadow = availPublished = numAdded = 0;
         lastUsed = usedSeen = 0;
         availFlagsShadow = 0;
@@ -137,20 +149,37 @@ public final class SplitDriverQueue {
         used.availEventRelease(0);
     }
 
+    @Override
+    public Object detachUnused() {
+        for (; detachCursor < size; detachCursor++) {
+            Object token = tokens[detachCursor];
+            if (token != null) {
+                tokens[detachCursor] = null;
+                freeChain(detachCursor);
+                return token;
+            }
+        }
+        return null;
+    }
+
+    @Override
     public int size() {
         return size;
     }
 
+    @Override
     public int freeDescriptors() {
         return numFree;
     }
 
     /** Buffers added and not yet reaped. */
+    @Override
     public int inFlight() {
         return (availShadow - lastUsed) & 0xFFFF;
     }
 
     /** Whether {@code sg} can be added now without {@link RingFullException}. */
+    @Override
     public boolean hasRoomFor(ScatterGather sg) {
         return numFree >= descriptorsFor(sg.count());
     }
@@ -163,10 +192,12 @@ public final class SplitDriverQueue {
         return indirectTables != null && elements >= indirectThreshold && elements <= indirectMaxElements;
     }
 
+    @Override
     public QueueCounters counters() {
         return counters;
     }
 
+    @Override
     public boolean isBroken() {
         return broken != null;
     }
@@ -190,6 +221,7 @@ public final class SplitDriverQueue {
      *
      * @throws RingFullException when fewer descriptors are free than the buffer needs
      */
+    @Override
     public void add(ScatterGather sg, Object token) {
         checkNotBroken();
         int elements = sg.count();
@@ -262,6 +294,14 @@ public final class SplitDriverQueue {
         }
     }
 
+    @Override
+    public void publish() {
+        checkNotBroken();
+        if (availPublished != availShadow) {
+            publishAvail();
+        }
+    }
+
     private void publishAvail() {
         // wmb (store->store): the descriptors and avail.ring entries written above must be visible before the
         // new avail.idx, or the device can read a head that is not there yet or a half-written descriptor.
@@ -279,6 +319,7 @@ public final class SplitDriverQueue {
      * Publishes {@code avail.idx} if the policy has not yet, and decides whether the device needs a kick for
      * the buffers added since the previous call.
      */
+    @Override
     public boolean kickPrepare() {
         checkNotBroken();
         if (availPublished != availShadow) {
@@ -310,12 +351,14 @@ public final class SplitDriverQueue {
     }
 
     /** Sends the kick that {@link #kickPrepare()} asked for. */
+    @Override
     public void notifyDevice() {
         counters.kicksSent++;
         kickNotifier.signal();
     }
 
     /** {@link #kickPrepare()} then, when needed, {@link #notifyDevice()}. Returns whether a kick was sent. */
+    @Override
     public boolean kick() {
         if (kickPrepare()) {
             notifyDevice();
@@ -325,6 +368,7 @@ public final class SplitDriverQueue {
     }
 
     /** Whether the device has returned buffers not yet reaped (reads {@code used.idx} only when needed). */
+    @Override
     public boolean hasUsed() {
         checkNotBroken();
         return lastUsed != usedSeen || refreshUsed() != lastUsed;
@@ -353,6 +397,7 @@ public final class SplitDriverQueue {
      * Reaps the next used buffer: returns its token, or null when there is none. The written length is then
      * available from {@link #lastUsedLength()}.
      */
+    @Override
     public Object pollUsed() {
         if (!hasUsed()) {
             return null;
@@ -389,6 +434,7 @@ public final class SplitDriverQueue {
     }
 
     /** Bytes the device wrote into the writable part of the buffer last returned by {@link #pollUsed()}. */
+    @Override
     public long lastUsedLength() {
         return lastUsedLength;
     }
@@ -404,6 +450,7 @@ public final class SplitDriverQueue {
     }
 
     /** Asks the device not to send used-buffer notifications (a hint: it still may). */
+    @Override
     public void disableCallbacks() {
         counters.disableCalls++;
         if ((availFlagsShadow & AVAIL_F_NO_INTERRUPT) != 0) {
@@ -425,6 +472,7 @@ public final class SplitDriverQueue {
      * @return true when used buffers arrived meanwhile (do not sleep: reap them first); false when nothing is
      *         pending, so it is safe to sleep until notified
      */
+    @Override
     public boolean enableCallbacksOrFindPending() {
         checkNotBroken();
         counters.enableCalls++;
@@ -438,6 +486,7 @@ public final class SplitDriverQueue {
      * @return true when that many buffers are already used (do not sleep: reap them); false when it is safe
      *         to sleep
      */
+    @Override
     public boolean enableCallbacksDelayedOrFindPending() {
         checkNotBroken();
         counters.enableCalls++;

@@ -10,7 +10,8 @@ import java.lang.foreign.MemorySegment;
  * @param availRing  available ring, at least {@code 6 + 2 * queueSize} bytes, 2-byte aligned
  * @param usedRing   used ring, at least {@code 6 + 8 * queueSize} bytes, 4-byte aligned
  */
-public record SplitRingAreas(int queueSize, MemorySegment descTable, MemorySegment availRing, MemorySegment usedRing) {
+public record SplitRingAreas(int queueSize, MemorySegment descTable, MemorySegment availRing, MemorySegment usedRing)
+        implements RingAreas {
 
     public SplitRingAreas {
         SplitLayout.requireValidQueueSize(queueSize);
@@ -25,6 +26,11 @@ public record SplitRingAreas(int queueSize, MemorySegment descTable, MemorySegme
         // the ring flyweights check their own sizes and alignment
         new AvailRing(availRing, queueSize);
         new UsedRing(usedRing, queueSize);
+    }
+
+    @Override
+    public RingFormat format() {
+        return RingFormat.SPLIT;
     }
 
     /** Bytes needed to carve all three areas contiguously with {@link #carve}. */

@@ -63,13 +63,13 @@ class HostileRingTest {
 
     /** Pops, expects {@code type} naming {@code field} = {@code value}, and checks the aftermath. */
     private <T extends RingViolationException> T assertViolation(HostileRing r, Class<T> type, String field, long value) {
-        int lastAvail = r.device.lastAvailIdx();
+        int lastAvail = r.device.state().nextAvail();
         long popped = r.device.counters().buffers;
         T e = assertThrows(type, r.device::pop);
         assertEquals(field, e.field(), "field");
         assertEquals(value, e.value(), "value");
         assertBroken(r, e);
-        assertEquals(lastAvail, r.device.lastAvailIdx(), "a rejected chain is not consumed");
+        assertEquals(lastAvail, r.device.state().nextAvail(), "a rejected chain is not consumed");
         assertEquals(popped, r.device.counters().buffers);
         return e;
     }
@@ -364,7 +364,7 @@ class HostileRingTest {
         assertThrows(InvalidDescriptorIndexException.class, ring.device::pop);
         ring.desc(3, DATA, 16, R, 0);
         ring.avail.entry(0, 3);
-        ring.device.restart(0);
+        ring.device.restart(QueueState.split(0, 0));
         assertFalse(ring.device.isBroken());
         assertNull(ring.device.violation());
         assertEquals(3, ring.device.pop().head());

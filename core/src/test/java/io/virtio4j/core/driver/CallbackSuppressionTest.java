@@ -32,7 +32,7 @@ class CallbackSuppressionTest {
             assertFalse(complete(p, "b"));
             p.reap("a", "b");
 
-            p.device.restart(p.device.lastAvailIdx());
+            p.device.restart(p.device.state());
             assertTrue(complete(p, "c"), "first decision after a restart");
             assertFalse(complete(p, "d"));
             p.reap("c", "d");

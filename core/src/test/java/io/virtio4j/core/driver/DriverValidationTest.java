@@ -1,5 +1,6 @@
 package io.virtio4j.core.driver;
 
+import io.virtio4j.core.device.QueueState;
 import io.virtio4j.core.RingTestSupport.Pair;
 import io.virtio4j.core.error.IndexJumpException;
 import io.virtio4j.core.error.InvalidUsedIdException;
@@ -164,8 +165,11 @@ class DriverValidationTest {
         p.add("a", 1, 1);
         deviceReturns(0, QSZ, 0, 1);
         assertThrows(InvalidUsedIdException.class, p.driver::pollUsed);
+        assertThrows(IllegalStateException.class, p.driver::reset, "a buffer is still the driver's");
+        assertEquals("a", p.driver.detachUnused(), "the buffer in flight comes back to the driver");
+        assertNull(p.driver.detachUnused());
         p.driver.reset();
-        p.device.restart(0);
+        p.device.restart(QueueState.INITIAL);
         assertFalse(p.driver.isBroken());
         assertEquals(QSZ, p.driver.freeDescriptors());
         assertEquals(0, p.driver.inFlight());

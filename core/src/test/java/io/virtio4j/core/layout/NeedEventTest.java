@@ -155,7 +155,7 @@ class NeedEventTest {
             assertEquals(buffers, p.calls.signals());
             assertEquals(buffers, p.driver.counters().completions);
             assertEquals(buffers, p.device.counters().completions);
-            assertEquals(buffers & 0xFFFF, p.device.lastAvailIdx());
+            assertEquals(buffers & 0xFFFF, p.device.state().nextAvail());
             assertEquals(buffers & 0xFFFF, p.avail.idxAcquire());
             assertEquals(buffers & 0xFFFF, p.used.idxAcquire());
             assertEquals(8, p.driver.freeDescriptors());

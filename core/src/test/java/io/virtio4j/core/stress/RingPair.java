@@ -2,12 +2,13 @@ package io.virtio4j.core.stress;
 
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.DeviceOptions;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
-import io.virtio4j.core.driver.SplitDriverQueue;
-import io.virtio4j.core.layout.SplitRingAreas;
-import io.virtio4j.core.layout.SplitRingSegment;
+import io.virtio4j.core.driver.DriverQueue;
+import io.virtio4j.core.layout.RingAreas;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.layout.RingSegment;
 import io.virtio4j.core.notify.ParkingNotifier;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
@@ -40,8 +41,8 @@ final class RingPair {
     private final Shape shape;
     private final long buffers;
     private final long stallNanos;
-    private final SplitDriverQueue driver;
-    private final SplitDeviceQueue device;
+    private final DriverQueue driver;
+    private final DeviceQueue device;
     private final ParkingNotifier kick = new ParkingNotifier();
     private final ParkingNotifier call = new ParkingNotifier();
     private final MemorySegment mem;
@@ -61,19 +62,19 @@ final class RingPair {
         indirect = shape.indirect() && maxElements >= 2;
         long indirectBytes = indirect ? DriverOptions.indirectTablesBytes(q, maxElements) : 0;
         long pool = (long) q * maxElements * MAX_ELEM;
-        SplitRingSegment ring = SplitRingSegment.allocate(arena, q, 64, indirectBytes + pool);
+        RingSegment ring = RingSegment.allocate(arena, RingFormat.SPLIT, q, 64, indirectBytes + pool);
         mem = ring.segment();
         long ringBytes = ring.dataOffset();
         poolBase = ringBytes + indirectBytes;
-        SplitRingAreas areas = ring.areas();
+        RingAreas areas = ring.areas();
         DriverOptions d = DriverOptions.defaults().withOrdering(shape.ordering()).withEventIdx(shape.eventIdx())
                 .withPublication(shape.publication()).withAdaptiveInterval(1, 16);
         if (indirect) {
             d = d.withIndirect(mem.asSlice(ringBytes, indirectBytes), ringBytes, maxElements, 2);
         }
-        driver = new SplitDriverQueue(areas, d, kick);
-        device = new SplitDeviceQueue(areas, ring.guestMemory(), new DeviceOptions(shape.ordering(),
-                shape.eventIdx(), indirect, shape.cachedAvail()), call);
+        driver = DriverQueue.over(areas, d, kick);
+        device = DeviceQueue.over(areas, ring.guestMemory(), new DeviceOptions(shape.ordering(),
+                shape.eventIdx(), indirect, shape.cachedAvail(), false), call);
     }
 
     /** Runs to completion; returns null on success or a description of what went wrong. */

@@ -1,7 +1,7 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.device.DescriptorChain;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.vhost.backend.QueueContext;
@@ -90,7 +90,7 @@ final class ReflectorWorker implements PairWork {
         if (t == null || t.queue().isBroken()) {
             return 0;
         }
-        SplitDeviceQueue q = t.queue();
+        DeviceQueue q = t.queue();
         // Whether frames go back at all, read once per pass (both flags are volatile, written by the control
         // thread on SET_VRING_ENABLE); a pass is bounded by the weight, so a change is seen a pass later at most.
         QueueContext r = queues.rx;

@@ -1,7 +1,7 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.device.DescriptorChain;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.error.AvailableChainChangedException;
 
 import java.lang.foreign.MemorySegment;
@@ -44,12 +44,12 @@ final class RxDelivery {
     private static final byte VIRTIO_NET_HDR_F_NEEDS_CSUM = 1;
     private static final ValueLayout.OfShort LE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
-    private final SplitDeviceQueue q;
+    private final DeviceQueue q;
     private final boolean mergeable;
     /** Heads taken for the frame being delivered: a frame spans at most the whole ring. */
     private final int[] heads;
 
-    RxDelivery(SplitDeviceQueue q, boolean mergeable) {
+    RxDelivery(DeviceQueue q, boolean mergeable) {
         this.q = q;
         this.mergeable = mergeable;
         this.heads = new int[mergeable ? q.size() : 1];

@@ -1,7 +1,7 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.device.DescriptorChain;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.os.Epoll;
@@ -34,7 +34,7 @@ import java.util.logging.Logger;
  *     deleted from the epoll set (EPOLL_CTL_DEL), which takes our entry off the tap's wait queue: the kernel's
  *     transmit path then finds nobody to wake for each frame it queues. While the guest's receive ring is empty
  *     and frames wait, the tap is not watched at all: the worker asks the guest for a receive kick
- *     ({@link SplitDeviceQueue#enableKicksOrFindPending()}), watches that kick, and sleeps until the guest posts buffers.
+ *     ({@link DeviceQueue#enableKicksOrFindPending()}), watches that kick, and sleeps until the guest posts buffers.
  *     Re-watching the still-readable tap there would wake us at once, for ever (the original vhost-net patch had
  *     that infinite loop).</li>
  * <li>rx-poll-stop off: EPOLLIN stays registered all the time. Frames arriving while we drain leave an edge
@@ -48,7 +48,7 @@ import java.util.logging.Logger;
  * <h2>Kicks</h2>
  * Transmit kicks are enabled only while the worker is about to sleep with the transmit ring empty, and
  * re-checked after enabling (a buffer made available just before the enable is seen by that re-check, since
- * {@link SplitDeviceQueue#enableKicksOrFindPending()} publishes avail_event, fences, and re-reads avail.idx). Receive kicks
+ * {@link DeviceQueue#enableKicksOrFindPending()} publishes avail_event, fences, and re-reads avail.idx). Receive kicks
  * are enabled only while a frame waits for buffers, with the same re-check. Both eventfds stay registered
  * (level-triggered); a kick that comes while disabled is read and counted.
  *
@@ -165,7 +165,7 @@ final class TapBridgeWorker implements PairWork {
         if (forward && !tapWritable) {
             return 0; // a write hit EAGAIN: the ring waits until EPOLLOUT says the tap takes frames again
         }
-        SplitDeviceQueue q = t.queue();
+        DeviceQueue q = t.queue();
         int n = 0;
         long packets = 0;
         long bytes = 0;

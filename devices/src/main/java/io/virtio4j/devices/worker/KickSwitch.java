@@ -12,7 +12,7 @@ public final class KickSwitch {
 
     /**
      * Asks the driver to kick {@code q}, unless already asked (or the queue is gone or broken), and re-checks the
-     * ring (see {@link io.virtio4j.core.device.SplitDeviceQueue#enableKicksOrFindPending()}).
+     * ring (see {@link io.virtio4j.core.device.DeviceQueue#enableKicksOrFindPending()}).
      *
      * @return false when buffers arrived meanwhile: do not sleep, serve them
      */

@@ -1,10 +1,10 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.core.device.DeviceOptions;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.ParkingNotifier;
@@ -34,9 +34,9 @@ class RxDeliveryTest {
     private final Arena arena = Arena.ofConfined();
     private final MemorySegment mem = arena.allocate(POOL + (long) QSZ * BUF, 64);
     private final SplitRingAreas areas = SplitRingAreas.carve(mem, QSZ);
-    private final SplitDriverQueue driver = new SplitDriverQueue(areas, DriverOptions.defaults(), new ParkingNotifier());
-    private final SplitDeviceQueue device = new SplitDeviceQueue(areas, GuestMemory.of(mem, 0),
-            new DeviceOptions(Ordering.WEAK, true, false, false), new ParkingNotifier());
+    private final DriverQueue driver = DriverQueue.over(areas, DriverOptions.defaults(), new ParkingNotifier());
+    private final DeviceQueue device = DeviceQueue.over(areas, GuestMemory.of(mem, 0),
+            new DeviceOptions(Ordering.WEAK, true, false, false, false), new ParkingNotifier());
     private final MemorySegment staging = arena.allocate(NetFeatures.HDR_LEN + 4096, 64);
     private int posted;
 
@@ -92,7 +92,7 @@ class RxDeliveryTest {
     }
 
     private void assertNothingTaken(int availBefore) {
-        assertEquals(availBefore, device.lastAvailIdx(), "no buffer was taken");
+        assertEquals(availBefore, device.state().nextAvail(), "no buffer was taken");
         device.flushUsed();
         assertNull(driver.pollUsed(), "no buffer came back");
     }

@@ -1,6 +1,6 @@
 package io.virtio4j.vhost.backend;
 
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.os.EventFd;
 
@@ -11,7 +11,7 @@ import io.virtio4j.os.EventFd;
  */
 public final class QueueContext {
     private final int index;
-    private final SplitDeviceQueue queue;
+    private final DeviceQueue queue;
     private final GuestMemory memory;
     private final EventFd kick;
     private final long features;
@@ -19,7 +19,7 @@ public final class QueueContext {
     /** The ring's SET_VRING_ERR eventfd; replaced by the control thread, signalled by the device's threads. */
     private final EventFdSlot err;
 
-    QueueContext(int index, SplitDeviceQueue queue, GuestMemory memory, EventFd kick, boolean enabled, long features,
+    QueueContext(int index, DeviceQueue queue, GuestMemory memory, EventFd kick, boolean enabled, long features,
                  EventFdSlot err) {
         this.index = index;
         this.queue = queue;
@@ -34,7 +34,7 @@ public final class QueueContext {
         return index;
     }
 
-    public SplitDeviceQueue queue() {
+    public DeviceQueue queue() {
         return queue;
     }
 

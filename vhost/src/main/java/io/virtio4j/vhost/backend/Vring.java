@@ -1,6 +1,6 @@
 package io.virtio4j.vhost.backend;
 
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.os.EventFd;
 
 /** What the front-end has told the back-end about one ring, and whether it is started. Control thread only. */
@@ -12,7 +12,7 @@ final class Vring {
     long usedAddr;
     long availAddr;
     /** SET_VRING_BASE value: where processing resumes. */
-    int base;
+    long base;
     /** Kick eventfd; null with {@link #kickSet} means the front-end asked us to poll (NOFD). */
     EventFd kick;
     boolean kickSet;
@@ -24,7 +24,9 @@ final class Vring {
     boolean enabled;
     /** Non-null while started. */
     QueueContext started;
-    SplitDeviceQueue queue;
+    DeviceQueue queue;
+    /** Whether {@link #queue} is a packed ring: its base is then encoded as {@code QueueState#toPackedBase}. */
+    boolean packed;
 
     Vring(int index) {
         this.index = index;

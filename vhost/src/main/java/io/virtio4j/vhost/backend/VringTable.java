@@ -1,7 +1,12 @@
 package io.virtio4j.vhost.backend;
 
 import io.virtio4j.core.device.DeviceOptions;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
+import io.virtio4j.core.device.QueueState;
+import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.core.layout.PackedLayout;
+import io.virtio4j.core.layout.PackedRingAreas;
+import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
@@ -67,7 +72,13 @@ final class VringTable implements AutoCloseable {
 
     void setNum(String request, VringState s) throws VhostUserProtocolException {
         Vring v = stoppedRing(request, s.index());
-        if (s.num() == 0 || s.num() > device.maxQueueSize() || Long.bitCount(s.num()) != 1) {
+        if (packed()) {
+            // a packed ring's size need not be a power of two
+            if (s.num() == 0 || s.num() > Math.min(device.maxQueueSize(), PackedLayout.MAX_QUEUE_SIZE)) {
+                throw new VhostUserProtocolException(request, "num", s.num(), "packed queue size must be in [1, "
+                        + Math.min(device.maxQueueSize(), PackedLayout.MAX_QUEUE_SIZE) + "]");
+            }
+        } else if (s.num() == 0 || s.num() > device.maxQueueSize() || Long.bitCount(s.num()) != 1) {
             throw new VhostUserProtocolException(request, "num", s.num(),
                     "queue size must be a power of two in [1, " + device.maxQueueSize() + "]");
         }
@@ -82,12 +93,18 @@ final class VringTable implements AutoCloseable {
         v.addrSet = true;
     }
 
+    /**
+     * Where the ring resumes. A split ring's base is the 16-bit avail index (the used index is in the used ring);
+     * a packed ring's carries both positions and wrap counters (see {@link QueueState#fromPackedBase}), checked
+     * against the ring's size when it starts.
+     */
     void setBase(String request, VringState s) throws VhostUserProtocolException {
         Vring v = stoppedRing(request, s.index());
-        if (s.num() > 0xFFFF) {
-            throw new VhostUserProtocolException(request, "num", s.num(), "a split ring base is a 16-bit index");
+        if (s.num() > (packed() ? 0xFFFF_FFFFL : 0xFFFF)) {
+            throw new VhostUserProtocolException(request, "num", s.num(), packed()
+                    ? "a packed ring base has 32 bits" : "a split ring base is a 16-bit index");
         }
-        v.base = (int) s.num();
+        v.base = s.num();
     }
 
     /** Stops the ring and answers where processing would resume; its kick and call eventfds go. */
@@ -98,6 +115,11 @@ final class VringTable implements AutoCloseable {
         v.closeKick();
         v.callFd.close();
         return new VringState(v.index, v.base);
+    }
+
+    /** Whether the negotiated features make the rings packed (VIRTIO_F_RING_PACKED). */
+    private boolean packed() {
+        return VirtioFeatures.has(features, VirtioFeatures.RING_PACKED);
     }
 
     /** A new kick eventfd (or polling, with NOFD): the ring stops if started, and starts again over it. */
@@ -260,11 +282,13 @@ final class VringTable implements AutoCloseable {
         if (v.isStarted() || !v.kickSet || !v.enabled || v.num == 0 || !v.addrSet || table.isEmpty()) {
             return;
         }
-        SplitRingAreas areas = ringAreas(table, request, v);
-        SplitDeviceQueue queue = new SplitDeviceQueue(areas, table.guestMemory(),
+        RingAreas areas = ringAreas(table, request, v);
+        DeviceQueue queue = DeviceQueue.over(areas, table.guestMemory(),
                 DeviceOptions.fromFeatures(features, options.ordering(), options.cachedAvailOnEnable()), v.call);
         try {
-            queue.restart(v.base);
+            // A split base gives the avail index only: the used index is the one the new queue read from the ring.
+            queue.restart(areas instanceof PackedRingAreas ? QueueState.fromPackedBase(v.base)
+                    : QueueState.split((int) v.base, queue.state().nextUsed()));
         } catch (VirtqueueException e) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base, e.getMessage());
         }
@@ -284,12 +308,23 @@ final class VringTable implements AutoCloseable {
                     "the device cannot use the ring's descriptors: " + e.getMessage(), e);
         }
         v.queue = queue;
+        v.packed = areas instanceof PackedRingAreas;
         v.started = context;
     }
 
-    /** The ring's three areas in {@code table}, each checked to lie inside one region and be aligned. */
-    private static SplitRingAreas ringAreas(MemoryTable table, String request, Vring v) throws VhostUserProtocolException {
+    /**
+     * The ring's three areas in {@code table}, each checked to lie inside one region and be aligned. A packed
+     * ring's come in the split fields: desc = descriptor ring, avail = driver event suppression, used = device
+     * event suppression.
+     */
+    private RingAreas ringAreas(MemoryTable table, String request, Vring v) throws VhostUserProtocolException {
         int q = v.num;
+        if (packed()) {
+            MemorySegment ring = userArea(table, request, v, "desc", v.descAddr, PackedLayout.descRingBytes(q), PackedLayout.DESC_ALIGN);
+            MemorySegment driverEvent = userArea(table, request, v, "avail", v.availAddr, PackedLayout.EVENT_SIZE, PackedLayout.EVENT_ALIGN);
+            MemorySegment deviceEvent = userArea(table, request, v, "used", v.usedAddr, PackedLayout.EVENT_SIZE, PackedLayout.EVENT_ALIGN);
+            return new PackedRingAreas(q, ring, driverEvent, deviceEvent);
+        }
         MemorySegment desc = userArea(table, request, v, "desc", v.descAddr, SplitLayout.descTableBytes(q), SplitLayout.DESC_ALIGN);
         MemorySegment avail = userArea(table, request, v, "avail", v.availAddr, SplitLayout.availRingBytes(q), SplitLayout.AVAIL_ALIGN);
         MemorySegment used = userArea(table, request, v, "used", v.usedAddr, SplitLayout.usedRingBytes(q), SplitLayout.USED_ALIGN);
@@ -316,7 +351,8 @@ final class VringTable implements AutoCloseable {
             return;
         }
         device.stopQueue(v.index);
-        v.base = v.queue.lastAvailIdx();
+        QueueState state = v.queue.state();
+        v.base = v.packed ? state.toPackedBase() : state.nextAvail();
         v.started = null;
         // The device signals no more: the call and error eventfds replaced while it ran can all go now.
         v.callFd.closeRetired();

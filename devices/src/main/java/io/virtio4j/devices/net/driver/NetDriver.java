@@ -2,7 +2,7 @@ package io.virtio4j.devices.net.driver;
 
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.feature.VirtioFeatures;
@@ -34,7 +34,7 @@ import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
  * address {@link Config#guestPhysBase()} and front-end virtual address {@link Config#userBase()}: rings are given
  * by user address (SET_VRING_ADDR), descriptors hold guest-physical addresses, so with two different bases a
  * back-end has to use both translations right. Ring {@code 2p} receives and ring {@code 2p + 1} transmits for
- * queue pair {@code p}; each is a {@link SplitDriverQueue} over the mapping, kicking through the eventfd the
+ * queue pair {@code p}; each is a {@link DriverQueue} over the mapping, kicking through the eventfd the
  * back-end got with SET_VRING_KICK and waiting for used buffers on the one it got with SET_VRING_CALL (or, with
  * {@link Config#eventFds()} off, NOFD: both sides poll).
  *
@@ -183,7 +183,7 @@ public final class NetDriver implements AutoCloseable {
     private final class Ring {
         final int index;
         final SplitRingAreas areas;
-        final SplitDriverQueue queue;
+        final DriverQueue queue;
         final EventFdNotifier kick = new EventFdNotifier();
         final EventFdNotifier call = new EventFdNotifier();
         final long pool;
@@ -212,7 +212,7 @@ public final class NetDriver implements AutoCloseable {
                 o = o.withIndirect(memory.asSlice(indirectOffset, DriverOptions.indirectTablesBytes(qs, 2)),
                         gpa(indirectOffset), 2, 2);
             }
-            this.queue = new SplitDriverQueue(areas, o.forFeatures(config.features()), kick);
+            this.queue = DriverQueue.over(areas, o.forFeatures(config.features()), kick);
             this.free = new int[qs];
             this.tokens = new Integer[qs];
             for (int i = 0; i < qs; i++) {
@@ -389,15 +389,22 @@ public final class NetDriver implements AutoCloseable {
     }
 
     /**
-     * The driver's side of a device reset: forgets every buffer in flight and any frame half received, zeroes the
-     * rings' shared headers; every slot is free again. The back-end's side is the caller's (RESET_DEVICE, or
-     * GET_VRING_BASE on every ring).
+     * The driver's side of a device reset: takes back every buffer still in flight (the device is stopped and will
+     * not return them), forgets any frame half received, and initialises the rings afresh; every slot is free
+     * again. The back-end's side is the caller's (RESET_DEVICE, or GET_VRING_BASE on every ring), and comes first.
+     *
+     * @return the buffers taken back unused
      */
-    public void resetRings() {
+    public int resetRings() {
+        int takenBack = 0;
         for (Ring r : rings) {
+            while (r.queue.detachUnused() != null) {
+                takenBack++;
+            }
             r.queue.reset();
             r.refill();
         }
+        return takenBack;
     }
 
     /** Sets the device up again after a reset, as QEMU starts it: the same features, memory table, every ring from 0. */
@@ -472,7 +479,7 @@ public final class NetDriver implements AutoCloseable {
      * Ring {@code ring}'s driver queue: counters, callbacks, used-buffer checks. Buffers added to it directly
      * bypass the driver's slots; add a chain of your own with {@link #addChain} instead.
      */
-    public SplitDriverQueue queue(int ring) {
+    public DriverQueue queue(int ring) {
         return rings.get(ring).queue;
     }
 

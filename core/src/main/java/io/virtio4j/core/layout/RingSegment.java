@@ -6,24 +6,24 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
- * One split ring and the memory its descriptors point at, in a single segment: what two threads or two
+ * One ring, split or packed, and the memory its descriptors point at, in a single segment: what two threads or two
  * processes (a shared memfd mapping) need to run a ring over shared memory without a translation table.
  *
- * <p>Layout: the three ring areas at offset 0, carved by {@link SplitRingAreas#carve} (the used ring on its own
- * cache line), then the data area from {@link #dataOffset()}, the ring's size rounded up to {@code dataAlign}
+ * <p>Layout: the ring's areas at offset 0, carved by {@link RingFormat#carve} (each side's writes on its own
+ * cache lines), then the data area from {@link #dataOffset()}, the ring's size rounded up to {@code dataAlign}
  * (e.g. 64 to keep the data off the ring's last cache line, 4096 for page-aligned buffers). Guest address =
  * offset in the segment ({@link #guestMemory()}), so a buffer at data offset {@code o} has guest address
  * {@code dataOffset() + o}.
  */
-public final class SplitRingSegment {
+public final class RingSegment {
     /** Alignment of the segment: the used ring's cache line is counted from its start. */
     public static final long SEGMENT_ALIGN = 64;
 
     private final MemorySegment segment;
-    private final SplitRingAreas areas;
+    private final RingAreas areas;
     private final long dataOffset;
 
-    private SplitRingSegment(MemorySegment segment, SplitRingAreas areas, long dataOffset) {
+    private RingSegment(MemorySegment segment, RingAreas areas, long dataOffset) {
         this.segment = segment;
         this.areas = areas;
         this.dataOffset = dataOffset;
@@ -35,20 +35,20 @@ public final class SplitRingSegment {
      * @throws IllegalArgumentException when the queue size is invalid or {@code dataAlign} is not a positive power
      *         of two
      */
-    public static long dataOffset(int queueSize, long dataAlign) {
-        SplitLayout.requireValidQueueSize(queueSize);
+    public static long dataOffset(RingFormat format, int queueSize, long dataAlign) {
+        format.requireValidQueueSize(queueSize);
         if (dataAlign <= 0 || Long.bitCount(dataAlign) != 1) {
             throw new IllegalArgumentException("data alignment " + dataAlign + " is not a positive power of two");
         }
-        return SplitLayout.roundUp(SplitRingAreas.contiguousBytes(queueSize), dataAlign);
+        return SplitLayout.roundUp(format.contiguousBytes(queueSize), dataAlign);
     }
 
     /** Bytes of a segment holding the ring and {@code dataBytes} of data aligned to {@code dataAlign}. */
-    public static long bytes(int queueSize, long dataAlign, long dataBytes) {
+    public static long bytes(RingFormat format, int queueSize, long dataAlign, long dataBytes) {
         if (dataBytes < 0) {
             throw new IllegalArgumentException("data area of " + dataBytes + " bytes");
         }
-        return Math.addExact(dataOffset(queueSize, dataAlign), dataBytes);
+        return Math.addExact(dataOffset(format, queueSize, dataAlign), dataBytes);
     }
 
     /**
@@ -58,8 +58,8 @@ public final class SplitRingSegment {
      * @throws IllegalArgumentException when the segment is not {@value #SEGMENT_ALIGN}-byte aligned, or too
      *         small for the ring and an empty data area, or the queue size or {@code dataAlign} is invalid
      */
-    public static SplitRingSegment carve(MemorySegment segment, int queueSize, long dataAlign) {
-        long dataOffset = dataOffset(queueSize, dataAlign);
+    public static RingSegment carve(MemorySegment segment, RingFormat format, int queueSize, long dataAlign) {
+        long dataOffset = dataOffset(format, queueSize, dataAlign);
         if (segment.address() % SEGMENT_ALIGN != 0) {
             throw new IllegalArgumentException("ring segment address 0x" + Long.toHexString(segment.address())
                     + " is not " + SEGMENT_ALIGN + "-byte aligned");
@@ -68,16 +68,16 @@ public final class SplitRingSegment {
             throw new IllegalArgumentException("a ring of " + queueSize + " entries with data aligned to "
                     + dataAlign + " needs " + dataOffset + " bytes before its data, segment has " + segment.byteSize());
         }
-        return new SplitRingSegment(segment, SplitRingAreas.carve(segment, queueSize), dataOffset);
+        return new RingSegment(segment, format.carve(segment, queueSize), dataOffset);
     }
 
     /**
      * A new zeroed segment from {@code arena}, aligned to {@code dataAlign} (at least
      * {@value #SEGMENT_ALIGN}) so that the data area is aligned in memory too, with the ring carved.
      */
-    public static SplitRingSegment allocate(Arena arena, int queueSize, long dataAlign, long dataBytes) {
-        long bytes = bytes(queueSize, dataAlign, dataBytes);
-        return carve(arena.allocate(bytes, Math.max(dataAlign, SEGMENT_ALIGN)), queueSize, dataAlign);
+    public static RingSegment allocate(Arena arena, RingFormat format, int queueSize, long dataAlign, long dataBytes) {
+        long bytes = bytes(format, queueSize, dataAlign, dataBytes);
+        return carve(arena.allocate(bytes, Math.max(dataAlign, SEGMENT_ALIGN)), format, queueSize, dataAlign);
     }
 
     /** The whole segment, 64-byte aligned. */
@@ -86,7 +86,7 @@ public final class SplitRingSegment {
     }
 
     /** The ring areas at the segment's start. */
-    public SplitRingAreas areas() {
+    public RingAreas areas() {
         return areas;
     }
 

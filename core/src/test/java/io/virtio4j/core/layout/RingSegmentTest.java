@@ -1,10 +1,10 @@
 package io.virtio4j.core.layout;
 
 import io.virtio4j.core.device.DeviceOptions;
-import io.virtio4j.core.device.SplitDeviceQueue;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
-import io.virtio4j.core.driver.SplitDriverQueue;
+import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.notify.ParkingNotifier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A ring and its data in one segment: offsets against hand-computed numbers, the refusals, and a round trip. */
-class SplitRingSegmentTest {
+class RingSegmentTest {
 
     @ParameterizedTest(name = "qsz {0} align {1}")
     @CsvSource({
@@ -33,19 +33,19 @@ class SplitRingSegmentTest {
             "256, 4096, 8192",
     })
     void dataStartsAfterTheRingRoundedUpToTheDataAlignment(int qsz, long align, long dataOffset) {
-        assertEquals(dataOffset, SplitRingSegment.dataOffset(qsz, align));
-        assertEquals(dataOffset + 1000, SplitRingSegment.bytes(qsz, align, 1000));
+        assertEquals(dataOffset, RingSegment.dataOffset(RingFormat.SPLIT, qsz, align));
+        assertEquals(dataOffset + 1000, RingSegment.bytes(RingFormat.SPLIT, qsz, align, 1000));
     }
 
     @Test
     void carveLaysTheRingAtTheStartAndTheDataAfterIt() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment seg = arena.allocate(320 + 256, 64);
-            SplitRingSegment ring = SplitRingSegment.carve(seg, 8, 64);
+            RingSegment ring = RingSegment.carve(seg, RingFormat.SPLIT, 8, 64);
             assertEquals(8, ring.queueSize());
-            assertEquals(seg.address(), ring.areas().descTable().address());
-            assertEquals(seg.address() + 128, ring.areas().availRing().address());
-            assertEquals(seg.address() + 192, ring.areas().usedRing().address());
+            assertEquals(seg.address(), ((SplitRingAreas) ring.areas()).descTable().address());
+            assertEquals(seg.address() + 128, ((SplitRingAreas) ring.areas()).availRing().address());
+            assertEquals(seg.address() + 192, ((SplitRingAreas) ring.areas()).usedRing().address());
             assertEquals(320, ring.dataOffset());
             assertEquals(seg.address() + 320, ring.data().address());
             assertEquals(256, ring.data().byteSize());
@@ -58,7 +58,7 @@ class SplitRingSegmentTest {
     @Test
     void allocateAlignsTheDataAreaInMemory() {
         try (Arena arena = Arena.ofConfined()) {
-            SplitRingSegment ring = SplitRingSegment.allocate(arena, 64, 4096, 3 * 4096);
+            RingSegment ring = RingSegment.allocate(arena, RingFormat.SPLIT, 64, 4096, 3 * 4096);
             assertEquals(0, ring.segment().address() % 4096);
             assertEquals(0, ring.data().address() % 4096);
             assertEquals(4096 + 3 * 4096, ring.segment().byteSize());
@@ -69,7 +69,7 @@ class SplitRingSegmentTest {
     void anUnalignedSegmentIsRefused() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment seg = arena.allocate(1024, 64);
-            assertThrows(IllegalArgumentException.class, () -> SplitRingSegment.carve(seg.asSlice(32), 8, 64));
+            assertThrows(IllegalArgumentException.class, () -> RingSegment.carve(seg.asSlice(32), RingFormat.SPLIT, 8, 64));
         }
     }
 
@@ -77,8 +77,8 @@ class SplitRingSegmentTest {
     void aSegmentTooSmallForTheRingIsRefused() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment seg = arena.allocate(1024, 64);
-            assertThrows(IllegalArgumentException.class, () -> SplitRingSegment.carve(seg.asSlice(0, 319), 8, 64));
-            SplitRingSegment.carve(seg.asSlice(0, 320), 8, 64); // an empty data area is fine
+            assertThrows(IllegalArgumentException.class, () -> RingSegment.carve(seg.asSlice(0, 319), RingFormat.SPLIT, 8, 64));
+            RingSegment.carve(seg.asSlice(0, 320), RingFormat.SPLIT, 8, 64); // an empty data area is fine
         }
     }
 
@@ -86,23 +86,23 @@ class SplitRingSegmentTest {
     @ValueSource(ints = {-8, 0, 3, 65536})
     void aQueueSizeThatIsNotAPowerOfTwoUpToTheMaximumIsRefused(int queueSize) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> SplitRingSegment.dataOffset(queueSize, 64));
+                () -> RingSegment.dataOffset(RingFormat.SPLIT, queueSize, 64));
         assertTrue(e.getMessage().contains("queue size " + queueSize), e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> SplitRingSegment.bytes(queueSize, 64, 0));
+        assertThrows(IllegalArgumentException.class, () -> RingSegment.bytes(RingFormat.SPLIT, queueSize, 64, 0));
     }
 
     @ParameterizedTest
     @ValueSource(longs = {0, -64, 48, 100})
     void aDataAlignmentThatIsNotAPowerOfTwoIsRefused(long align) {
-        assertThrows(IllegalArgumentException.class, () -> SplitRingSegment.dataOffset(8, align));
+        assertThrows(IllegalArgumentException.class, () -> RingSegment.dataOffset(RingFormat.SPLIT, 8, align));
     }
 
     @Test
     void aBufferInTheDataAreaGoesRoundThroughTheRealQueues() {
         try (Arena arena = Arena.ofConfined()) {
-            SplitRingSegment ring = SplitRingSegment.allocate(arena, 8, 64, 64);
-            SplitDriverQueue driver = new SplitDriverQueue(ring.areas(), DriverOptions.defaults(), new ParkingNotifier());
-            SplitDeviceQueue device = new SplitDeviceQueue(ring.areas(), ring.guestMemory(), DeviceOptions.defaults(),
+            RingSegment ring = RingSegment.allocate(arena, RingFormat.SPLIT, 8, 64, 64);
+            DriverQueue driver = DriverQueue.over(ring.areas(), DriverOptions.defaults(), new ParkingNotifier());
+            DeviceQueue device = DeviceQueue.over(ring.areas(), ring.guestMemory(), DeviceOptions.defaults(),
                     new ParkingNotifier());
             ring.data().set(ValueLayout.JAVA_INT_UNALIGNED, 0, 0x1234_5678);
             driver.add(new ScatterGather(1).readable(ring.dataOffset(), 4), "token");

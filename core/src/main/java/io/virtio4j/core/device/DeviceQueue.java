@@ -1,0 +1,115 @@
+package io.virtio4j.core.device;
+
+import io.virtio4j.core.error.QueueBrokenException;
+import io.virtio4j.core.layout.PackedRingAreas;
+import io.virtio4j.core.layout.RingAreas;
+import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.memory.GuestMemory;
+import io.virtio4j.core.notify.Notifier;
+import io.virtio4j.core.error.RingViolationException;
+import io.virtio4j.core.stats.QueueCounters;
+
+/**
+ * The device side of one virtqueue, whatever its format: pops available buffers, pushes used ones, publishes
+ * them in batches and decides used-buffer notifications; asks the driver for kicks or not. Devices, the
+ * vhost-user back-end and the benchmarks hold this type and never learn the format: {@link SplitDeviceQueue} and
+ * {@link PackedDeviceQueue} are its only implementations, so every call site is bimorphic at most.
+ *
+ * <p>Single-threaded: one thread owns a device queue. Everything the driver wrote is hostile input: each check
+ * raises a specific {@link RingViolationException} naming the field and its value and breaks this queue (later
+ * calls throw {@link QueueBrokenException}); nothing outside the ring areas and the guest memory is touched.
+ *
+ * <p>A buffer is named by the id {@link DescriptorChain#head()} returns: the head descriptor index for split, the
+ * buffer id the driver wrote for packed. {@link #pushUsed} takes that id back.
+ */
+public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue {
+
+    /** A device queue of the format of {@code areas}, standing at its initial state (see {@link #state()}). */
+    static DeviceQueue over(RingAreas areas, GuestMemory memory, DeviceOptions options, Notifier callNotifier) {
+        return switch (areas) {
+            case SplitRingAreas s -> new SplitDeviceQueue(s, memory, options, callNotifier);
+            case PackedRingAreas p -> new PackedDeviceQueue(p, memory, options, callNotifier);
+        };
+    }
+
+    /** Number of ring entries. */
+    int size();
+
+    /**
+     * Where the queue stands now: the position the next {@link #pop()} reads and the next used entry goes. What
+     * vhost-user's GET_VRING_BASE answers; meaningful once the queue is quiescent (nothing popped and not pushed).
+     */
+    QueueState state();
+
+    /**
+     * Resumes at {@code state}, forgetting buffers in flight and any earlier violation; the next notification
+     * decision always notifies. The state is checked against this queue first.
+     *
+     * @throws io.virtio4j.core.error.InvalidQueueStateException when the state does not fit this queue (the
+     *         queue is then broken)
+     */
+    void restart(QueueState state);
+
+    QueueCounters counters();
+
+    boolean isBroken();
+
+    /** The violation that broke the queue, or null. */
+    RingViolationException violation();
+
+    /**
+     * Breaks the queue for a reason outside the ring, e.g. the thread serving it died: every later call fails
+     * with {@link QueueBrokenException}, as after a violation, until {@link #restart}. A queue already broken keeps
+     * its first cause. Called by the thread that owns the queue.
+     */
+    void fail(RingViolationException cause);
+
+    /**
+     * Pops the next available buffer, or returns null when the driver has made none available. The returned
+     * chain is reused by the next pop.
+     */
+    DescriptorChain pop();
+
+    /**
+     * Gives back the buffer popped last, so the next pop returns it again (vhost's {@code vhost_discard_vq_desc}):
+     * for a device that took buffers it cannot use after all. Buffers are given back in the reverse order of
+     * popping.
+     *
+     * @throws IllegalStateException when {@code id} is not the buffer popped last and not yet pushed
+     */
+    void unpop(int id);
+
+    /**
+     * Writes a used entry for buffer {@code id} with {@code writtenBytes} bytes written into its writable part.
+     * Not visible to the driver until {@link #publishUsed()} or {@link #flushUsed()}.
+     *
+     * @throws IllegalStateException    when {@code id} is not a buffer popped from this queue and not yet pushed
+     * @throws IllegalArgumentException when {@code writtenBytes} is negative or more than the buffer's writable part
+     */
+    void pushUsed(int id, long writtenBytes);
+
+    /** Makes every used entry pushed so far visible to the driver, with one publication. */
+    void publishUsed();
+
+    /**
+     * Whether the driver wants a used-buffer notification for the entries published since the last decision.
+     * The first decision after a (re)start always says yes.
+     */
+    boolean needNotify();
+
+    /**
+     * Publishes the used entries pushed so far and notifies the driver if it asked for it.
+     *
+     * @return whether a notification was sent
+     */
+    boolean flushUsed();
+
+    /** Asks the driver not to kick (a hint: it still may). */
+    void disableKicks();
+
+    /**
+     * Asks the driver to kick for the next available buffer, then looks at the ring again. True means buffers
+     * are available (do not sleep: pop them); false means it is safe to sleep until kicked.
+     */
+    boolean enableKicksOrFindPending();
+}

@@ -1,0 +1,65 @@
+package io.virtio4j.core.layout;
+
+import java.lang.foreign.MemorySegment;
+
+import static io.virtio4j.core.layout.PackedLayout.DESC_ADDR;
+import static io.virtio4j.core.layout.PackedLayout.DESC_FLAGS;
+import static io.virtio4j.core.layout.PackedLayout.DESC_ID;
+import static io.virtio4j.core.layout.PackedLayout.DESC_LEN;
+import static io.virtio4j.core.layout.PackedLayout.DESC_SIZE;
+
+/**
+ * Accessors for packed descriptors in the descriptor ring. Method names state the ordering: the flags word is
+ * what publishes a descriptor (the driver's AVAIL/USED bits, then the device's), so it is stored with release and
+ * loaded with acquire; addr, len and id are plain, ordered by those.
+ *
+ * <p>Packed indirect tables have the split descriptor's byte layout as far as addr, len and flags go (id and next
+ * are reserved there), so a device reads them with {@link Descriptors}.
+ */
+public final class PackedDescriptors {
+    private PackedDescriptors() {
+    }
+
+    public static long addr(MemorySegment ring, int slot) {
+        return ring.get(Le.U64, (long) DESC_SIZE * slot + DESC_ADDR);
+    }
+
+    /** Length as an unsigned 32-bit value. */
+    public static long len(MemorySegment ring, int slot) {
+        return Integer.toUnsignedLong(ring.get(Le.U32, (long) DESC_SIZE * slot + DESC_LEN));
+    }
+
+    public static int id(MemorySegment ring, int slot) {
+        return Short.toUnsignedInt(ring.get(Le.U16, (long) DESC_SIZE * slot + DESC_ID));
+    }
+
+    /** Acquire load: the descriptor's other fields read after it are those written before its flags were stored. */
+    public static int flagsAcquire(MemorySegment ring, int slot) {
+        return Short.toUnsignedInt((short) Le.U16_VH.getAcquire(ring, (long) DESC_SIZE * slot + DESC_FLAGS));
+    }
+
+    /** Release store: the descriptor's other fields (and whatever was written before) are visible no later. */
+    public static void flagsRelease(MemorySegment ring, int slot, int flags) {
+        Le.U16_VH.setRelease(ring, (long) DESC_SIZE * slot + DESC_FLAGS, (short) flags);
+    }
+
+    /** Plain store of the flags: only for descriptors of a list whose first descriptor is published later. */
+    public static void flagsPlain(MemorySegment ring, int slot, int flags) {
+        ring.set(Le.U16, (long) DESC_SIZE * slot + DESC_FLAGS, (short) flags);
+    }
+
+    /** Writes addr, len and id; the flags are stored separately, since storing them is what publishes. */
+    public static void write(MemorySegment ring, int slot, long addr, int len, int id) {
+        long off = (long) DESC_SIZE * slot;
+        ring.set(Le.U64, off + DESC_ADDR, addr);
+        ring.set(Le.U32, off + DESC_LEN, len);
+        ring.set(Le.U16, off + DESC_ID, (short) id);
+    }
+
+    /** Writes id and len of a used descriptor; its flags are stored separately. */
+    public static void writeUsed(MemorySegment ring, int slot, int id, int len) {
+        long off = (long) DESC_SIZE * slot;
+        ring.set(Le.U32, off + DESC_LEN, len);
+        ring.set(Le.U16, off + DESC_ID, (short) id);
+    }
+}
