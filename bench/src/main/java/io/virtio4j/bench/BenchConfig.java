@@ -1,5 +1,7 @@
 package io.virtio4j.bench;
 
+import io.virtio4j.core.layout.PackedLayout;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
@@ -14,11 +16,13 @@ import java.util.Map;
  *
  * @param bufs             buffers moved per run
  * @param ringSize         queue size
+ * @param ring             ring format, split or packed, both sides
  * @param batch            buffers the driver adds before kicking, and the device pushes before publishing
  * @param bufSize          bytes per buffer element
  * @param chain            elements per buffer (1: one readable element; n &gt; 1: n-1 readable + 1 writable)
  * @param indirect         chains of 2+ elements go through indirect tables
  * @param eventIdx         VIRTIO_F_EVENT_IDX on both sides
+ * @param inOrder          VIRTIO_F_IN_ORDER on both sides
  * @param delayedInterrupt driver arms used-buffer notifications with enableCallbacksDelayedOrFindPending
  * @param barriers         WEAK or STRONG, both sides
  * @param availPublish     driver's avail.idx publication policy
@@ -30,18 +34,25 @@ import java.util.Map;
  * @param driverCpu        CPU to pin the driver thread to, or -1
  * @param deviceCpu        CPU to pin the device thread to, or -1
  */
-public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int chain, boolean indirect,
-                          boolean eventIdx, boolean delayedInterrupt, Ordering barriers,
-                          AvailPublication availPublish, boolean cachedAvail, NotificationMode mode,
+public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, int bufSize, int chain,
+                          boolean indirect, boolean eventIdx, boolean inOrder, boolean delayedInterrupt,
+                          Ordering barriers, AvailPublication availPublish, boolean cachedAvail, NotificationMode mode,
                           boolean toggleNotify, long hybridSpinNanos, boolean verify, int driverCpu, int deviceCpu) {
 
     public BenchConfig {
         if (bufs < 1) {
             throw new InvalidBenchOptionException("%s must be >= 1, got " + bufs, "bufs");
         }
-        if (!SplitLayout.isValidQueueSize(ringSize)) {
+        if (ring == null) {
+            throw new InvalidBenchOptionException("%s is required", "ring");
+        }
+        if (ring == RingFormat.SPLIT && !SplitLayout.isValidQueueSize(ringSize)) {
             throw new InvalidBenchOptionException("%s must be a power of two in [1, " + SplitLayout.MAX_QUEUE_SIZE
                     + "], got " + ringSize, "ringSize");
+        }
+        if (ring == RingFormat.PACKED && !PackedLayout.isValidQueueSize(ringSize)) {
+            throw new InvalidBenchOptionException("%s must be in [1, " + PackedLayout.MAX_QUEUE_SIZE + "] with %s packed, got "
+                    + ringSize, "ringSize", "ring");
         }
         if (batch < 1) {
             throw new InvalidBenchOptionException("%s must be >= 1, got " + batch, "batch");
@@ -63,7 +74,7 @@ public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int c
     }
 
     public static BenchConfig defaults() {
-        return new BenchConfig(2_000_000, 256, 64, 64, 1, false, true, false, Ordering.WEAK,
+        return new BenchConfig(2_000_000, 256, RingFormat.SPLIT, 64, 64, 1, false, true, false, false, Ordering.WEAK,
                 AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1);
     }
 
@@ -72,13 +83,22 @@ public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int c
      * {@code --compare barriers=weak,strong}) set to {@code value}.
      */
     public BenchConfig with(String key, String value) {
-        String v = value.trim().toLowerCase(Locale.ROOT);
+        return with(Map.of(key, value));
+    }
+
+    /**
+     * This configuration with every option of {@code options} set at once, so that options checked together
+     * ({@code ring-size} with {@code ring}) may change together.
+     */
+    public BenchConfig with(Map<String, String> options) {
         Map<String, String> m = toMap();
-        if (!m.containsKey(key)) {
-            throw new InvalidBenchOptionException("%s is not a benchmark option; known: "
-                    + InvalidBenchOptionException.literal(String.join(", ", m.keySet())), key);
+        for (Map.Entry<String, String> e : options.entrySet()) {
+            if (!m.containsKey(e.getKey())) {
+                throw new InvalidBenchOptionException("%s is not a benchmark option; known: "
+                        + InvalidBenchOptionException.literal(String.join(", ", m.keySet())), e.getKey());
+            }
+            m.put(e.getKey(), e.getValue().trim().toLowerCase(Locale.ROOT));
         }
-        m.put(key, v);
         return fromMap(m);
     }
 
@@ -87,11 +107,13 @@ public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int c
         Map<String, String> m = new LinkedHashMap<>();
         m.put("bufs", Long.toString(bufs));
         m.put("ring-size", Integer.toString(ringSize));
+        m.put("ring", ring.name().toLowerCase(Locale.ROOT));
         m.put("batch", Integer.toString(batch));
         m.put("buf-size", Integer.toString(bufSize));
         m.put("chain", Integer.toString(chain));
         m.put("indirect", Boolean.toString(indirect));
         m.put("event-idx", Boolean.toString(eventIdx));
+        m.put("in-order", inOrder ? "on" : "off");
         m.put("delayed-interrupt", Boolean.toString(delayedInterrupt));
         m.put("barriers", barriers.name().toLowerCase(Locale.ROOT));
         m.put("avail-publish", availPublish.name().toLowerCase(Locale.ROOT));
@@ -109,11 +131,13 @@ public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int c
         return new BenchConfig(
                 Long.parseLong(m.get("bufs")),
                 Integer.parseInt(m.get("ring-size")),
+                enumOf(RingFormat.class, m, "ring"),
                 Integer.parseInt(m.get("batch")),
                 Integer.parseInt(m.get("buf-size")),
                 Integer.parseInt(m.get("chain")),
                 bool(m, "indirect"),
                 bool(m, "event-idx"),
+                bool(m, "in-order"),
                 bool(m, "delayed-interrupt"),
                 enumOf(Ordering.class, m, "barriers"),
                 enumOf(AvailPublication.class, m, "avail-publish"),
@@ -146,12 +170,13 @@ public record BenchConfig(long bufs, int ringSize, int batch, int bufSize, int c
 
     /** One line describing the configuration. */
     public String describe() {
-        return "split ring " + ringSize + ", batch " + batch + ", " + chain + " x " + bufSize + " B"
+        return ring.name().toLowerCase(Locale.ROOT) + " ring " + ringSize + ", batch " + batch + ", " + chain + " x " + bufSize + " B"
                 + (indirect ? " indirect" : "") + ", mode " + mode.name().toLowerCase(Locale.ROOT)
                 + ", barriers " + barriers.name().toLowerCase(Locale.ROOT)
                 + ", avail-publish " + availPublish.name().toLowerCase(Locale.ROOT)
                 + ", cached-avail " + (cachedAvail ? "on" : "off")
                 + ", event-idx " + (eventIdx ? "on" : "off")
+                + ", in-order " + (inOrder ? "on" : "off")
                 + (delayedInterrupt ? ", delayed-interrupt" : "")
                 + (toggleNotify ? ", toggle-notify" : "")
                 + (verify ? ", verify" : "");

@@ -5,7 +5,6 @@ import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.SplitLayout;
-import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.RingSegment;
 import io.virtio4j.core.notify.Notifier;
 
@@ -15,7 +14,7 @@ import java.lang.invoke.VarHandle;
 
 /**
  * Where everything of one benchmark run lives in its one shared segment (guest address = offset): the ring
- * areas, the indirect tables, the buffer pool, and a control word the driver sets to tell the device to stop.
+ * areas (split or packed, as configured), the indirect tables, the buffer pool, and a control word the driver sets to tell the device to stop.
  * The same layout serves two threads over an arena and two processes over a memfd.
  */
 public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, long poolBase, long controlOffset,
@@ -27,7 +26,7 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
 
     public static BenchLayout of(BenchConfig cfg) {
         int q = cfg.ringSize();
-        long ring = RingSegment.dataOffset(RingFormat.SPLIT, q, PAGE);
+        long ring = RingSegment.dataOffset(cfg.ring(), q, PAGE);
         long indirect = cfg.indirect() ? align(DriverOptions.indirectTablesBytes(q, cfg.chain())) : 0;
         long pool = align((long) q * cfg.chain() * cfg.bufSize());
         long control = ring + indirect + pool;
@@ -44,7 +43,7 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
     }
 
     private RingSegment ring(MemorySegment mem) {
-        return RingSegment.carve(mem, RingFormat.SPLIT, cfg.ringSize(), PAGE);
+        return RingSegment.carve(mem, cfg.ring(), cfg.ringSize(), PAGE);
     }
 
     /** The driver side over {@code mem}; zeroes the ring headers. */
@@ -52,7 +51,8 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
         DriverOptions o = DriverOptions.defaults()
                 .withOrdering(cfg.barriers())
                 .withEventIdx(cfg.eventIdx())
-                .withPublication(cfg.availPublish());
+                .withPublication(cfg.availPublish())
+                .withInOrder(cfg.inOrder());
         if (cfg.indirect()) {
             o = o.withIndirect(mem.asSlice(ringBytes, indirectBytes), ringBytes, cfg.chain(), 2);
         }
@@ -65,7 +65,8 @@ public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, l
                 .withOrdering(cfg.barriers())
                 .withEventIdx(cfg.eventIdx())
                 .withIndirectDesc(cfg.indirect())
-                .withCachedAvailOnEnable(cfg.cachedAvail());
+                .withCachedAvailOnEnable(cfg.cachedAvail())
+                .withInOrder(cfg.inOrder());
         RingSegment ring = ring(mem);
         return DeviceQueue.over(ring.areas(), ring.guestMemory(), o, call);
     }

@@ -45,10 +45,8 @@ public final class DeviceProcess {
                 if (request == null || request.containsKey("exit")) {
                     return;
                 }
-                BenchConfig cfg = BenchConfig.defaults();
-                for (Map.Entry<String, String> e : request.entrySet()) {
-                    cfg = cfg.with(e.getKey(), e.getValue());
-                }
+                // all at once: a packed ring of 48 is valid, but not the split default with ring-size 48 first
+                BenchConfig cfg = BenchConfig.defaults().with(request);
                 Map<String, String> result = runOnce(cfg, fds, s, buf);
                 Wire.send(s, buf, result);
             }

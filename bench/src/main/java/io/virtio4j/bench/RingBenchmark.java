@@ -14,7 +14,7 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * The in-process ring benchmark in the manner of Linux {@code tools/virtio/virtio_test} and {@code ringtest}:
  * a {@link DriverLoop} thread and a {@link DeviceLoop} thread, each optionally pinned to a CPU, hammer one
- * split ring laid out by {@link BenchLayout} in one shared native segment.
+ * ring (split or packed) laid out by {@link BenchLayout} in one shared native segment.
  */
 public final class RingBenchmark {
     static final long WATCHDOG_MILLIS = TimeUnit.MINUTES.toMillis(5);

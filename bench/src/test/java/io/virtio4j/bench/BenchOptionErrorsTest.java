@@ -41,6 +41,21 @@ class BenchOptionErrorsTest {
     }
 
     @Test
+    void theRingSizeRuleFollowsTheRingFormat() {
+        assertEquals(48, BenchConfig.defaults().with("ring", "packed").with("ring-size", "48").ringSize());
+        InvalidBenchOptionException split = assertThrows(InvalidBenchOptionException.class,
+                () -> BenchConfig.defaults().with("ring-size", "48"));
+        assertEquals(List.of("ringSize"), split.options());
+        InvalidBenchOptionException packed = assertThrows(InvalidBenchOptionException.class,
+                () -> BenchConfig.defaults().with("ring", "packed").with("ring-size", "40000"));
+        assertEquals(List.of("ringSize", "ring"), packed.options());
+        assertEquals("ringSize must be in [1, 32768] with ring packed, got 40000", packed.getMessage());
+        assertThrows(InvalidBenchOptionException.class,
+                () -> BenchConfig.defaults().with("ring", "packed").with("ring-size", "48").with("ring", "split"),
+                "switching back to split re-checks the size");
+    }
+
+    @Test
     void aUsersValueWithAPercentSignIsNotAPlaceholder() {
         ExperimentRunner runner = new ExperimentRunner(1000, 2, 0, Set.of("50%s"));
         InvalidBenchOptionException e = assertThrows(InvalidBenchOptionException.class, runner::selected);

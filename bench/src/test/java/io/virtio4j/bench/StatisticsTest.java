@@ -1,5 +1,6 @@
 package io.virtio4j.bench;
 
+import io.virtio4j.core.layout.RingFormat;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -69,14 +70,16 @@ class StatisticsTest {
     @Test
     void configOptionsRoundTripThroughTheirCommandLineNames() {
         BenchConfig c = BenchConfig.defaults().with("barriers", "strong").with("cached-avail", "off")
-                .with("avail-publish", "adaptive").with("mode", "hybrid");
+                .with("avail-publish", "adaptive").with("mode", "hybrid").with("ring", "PACKED")
+                .with("in-order", "on").with("ring-size", "96");
         assertEquals("strong", c.toMap().get("barriers"));
         assertEquals("off", c.toMap().get("cached-avail"));
         assertFalse(c.cachedAvail());
-        BenchConfig back = BenchConfig.defaults();
-        for (Map.Entry<String, String> e : c.toMap().entrySet()) {
-            back = back.with(e.getKey(), e.getValue());
-        }
-        assertEquals(c, back);
+        assertEquals("packed", c.toMap().get("ring"));
+        assertEquals("on", c.toMap().get("in-order"));
+        assertEquals(RingFormat.PACKED, c.ring());
+        assertTrue(c.inOrder());
+        assertTrue(c.describe().startsWith("packed ring 96, "), c.describe());
+        assertEquals(c, BenchConfig.defaults().with(c.toMap()), "as the device process rebuilds it");
     }
 }

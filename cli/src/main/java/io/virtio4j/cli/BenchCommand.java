@@ -8,6 +8,7 @@ import io.virtio4j.bench.BenchRunner;
 import io.virtio4j.bench.InvalidBenchOptionException;
 import io.virtio4j.bench.TwoProcessBenchmark;
 import io.virtio4j.bench.RunResult;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.ordering.Ordering;
@@ -25,9 +26,9 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
-/** {@code virtio4j bench}: a driver thread and a device thread hammer one split ring. */
+/** {@code virtio4j bench}: a driver thread and a device thread hammer one ring, split or packed. */
 @Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Driver and device threads, each pinned to a CPU, move buffers through one split ring in one "
+        description = {"Driver and device threads, each pinned to a CPU, move buffers through one ring (split or packed) in one "
                 + "shared segment, in the manner of Linux tools/virtio virtio_test and ringtest.",
                 "Prints each figure as perf stat -r N does: mean, relative spread, median."})
 public final class BenchCommand implements Callable<Integer> {
@@ -37,6 +38,8 @@ public final class BenchCommand implements Callable<Integer> {
     long bufs = D.bufs();
     @Option(names = "--ring-size", description = "queue size, a power of two (default ${DEFAULT-VALUE})")
     int ringSize = D.ringSize();
+    @Option(names = "--ring", description = "split | packed: the ring format (default ${DEFAULT-VALUE})", converter = Converters.RingFormatConverter.class)
+    RingFormat ring = D.ring();
     @Option(names = "--batch", description = "buffers added per kick / pushed per used publication (default ${DEFAULT-VALUE})")
     int batch = D.batch();
     @Option(names = "--buf-size", description = "bytes per buffer element (default ${DEFAULT-VALUE})")
@@ -47,6 +50,8 @@ public final class BenchCommand implements Callable<Integer> {
     boolean indirect = D.indirect();
     @Option(names = "--no-event-idx", description = "do not negotiate VIRTIO_F_EVENT_IDX: suppress with the flags")
     boolean noEventIdx = !D.eventIdx();
+    @Option(names = "--in-order", arity = "1", paramLabel = "on|off", description = "on | off: negotiate VIRTIO_F_IN_ORDER on both sides (default off)", converter = Converters.OnOffConverter.class)
+    boolean inOrder = D.inOrder();
     @Option(names = "--delayed-interrupt", description = "driver asks for a notification after ~3/4 of outstanding buffers")
     boolean delayedInterrupt = D.delayedInterrupt();
     @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
@@ -78,7 +83,8 @@ public final class BenchCommand implements Callable<Integer> {
     Path json;
     @Option(names = "--compare", paramLabel = "KEY=A,B",
             description = "run option KEY at value A and at value B interleaved (A B A B ...) and print B/A with a 95%% "
-                    + "confidence interval, e.g. --compare barriers=weak,strong or --compare cached-avail=off,on")
+                    + "confidence interval, e.g. --compare barriers=weak,strong, --compare cached-avail=off,on or "
+                    + "--compare ring=split,packed")
     String compare;
 
     @Spec
@@ -87,8 +93,8 @@ public final class BenchCommand implements Callable<Integer> {
     /** The configuration the flags give; a value out of range is reported by its flag. */
     BenchConfig config() {
         try {
-            return new BenchConfig(bufs, ringSize, batch, bufSize, chain, indirect, !noEventIdx, delayedInterrupt,
-                    barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify, driverCpu,
+            return new BenchConfig(bufs, ringSize, ring, batch, bufSize, chain, indirect, !noEventIdx, inOrder,
+                    delayedInterrupt, barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify, driverCpu,
                     deviceCpu);
         } catch (InvalidBenchOptionException e) {
             throw OptionFlags.rejected(spec, e);
@@ -140,28 +146,34 @@ public final class BenchCommand implements Callable<Integer> {
         return 0;
     }
 
-    private int compare(BenchConfig cfg, BenchRunner runner, Progress progress, String where)
-            throws InterruptedException, IOException {
+    /** The two sides {@code --compare KEY=A,B} asks for: {@code cfg} with option KEY at A, and at B. */
+    record Comparison(String key, BenchConfig a, BenchConfig b) {
+    }
+
+    /** Parses {@code --compare} against {@code cfg}; a value out of range is reported by its flag. */
+    Comparison comparison(BenchConfig cfg) {
         int eq = compare.indexOf('=');
         String[] values = eq < 0 ? new String[0] : compare.substring(eq + 1).split(",");
         if (eq < 1 || values.length != 2) {
             throw new IllegalArgumentException("--compare takes KEY=A,B, got '" + compare + "'");
         }
         String key = compare.substring(0, eq).trim();
-        BenchConfig a;
-        BenchConfig b;
         try {
-            a = cfg.with(key, values[0]);
-            b = cfg.with(key, values[1]);
+            return new Comparison(key, cfg.with(key, values[0]), cfg.with(key, values[1]));
         } catch (InvalidBenchOptionException e) {
             throw OptionFlags.rejected(spec, e);
         }
+    }
+
+    private int compare(BenchConfig cfg, BenchRunner runner, Progress progress, String where)
+            throws InterruptedException, IOException {
+        Comparison c = comparison(cfg);
         System.out.println("virtio4j bench --compare " + compare + ": " + cfg.describe() + where);
-        Interleaved.Pairs pairs = Interleaved.run(runner, a, b, warmup, runs, progress::show);
+        Interleaved.Pairs pairs = Interleaved.run(runner, c.a(), c.b(), warmup, runs, progress::show);
         progress.clear();
-        BenchReport.printComparison(System.out, key, pairs);
+        BenchReport.printComparison(System.out, c.key(), pairs);
         if (json != null) {
-            Files.writeString(json, Json.write(BenchReport.comparisonJson(key, pairs)));
+            Files.writeString(json, Json.write(BenchReport.comparisonJson(c.key(), pairs)));
             System.out.println("  JSON written to " + json);
         }
         return 0;

@@ -16,11 +16,12 @@ import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.Callable;
 
-/** {@code virtio4j experiments}: the interleaved A/B experiments behind the four lessons. */
+/** {@code virtio4j experiments}: the interleaved A/B experiments behind the ring lessons. */
 @Command(name = "experiments", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Reproduces the experiments behind the four ring lessons, each an interleaved A/B on this "
+        description = {"Reproduces the experiments behind the ring lessons, each an interleaved A/B on this "
                 + "machine, and writes experiments.json, experiments.md and one PNG chart per experiment.",
-                "Lessons: cached-avail-idx, lazy-avail-publish, barrier-strength, net-poll-discipline."})
+                "Lessons: cached-avail-idx, lazy-avail-publish, barrier-strength, ring-format, in-order, "
+                        + "net-poll-discipline."})
 public final class ExperimentsCommand implements Callable<Integer> {
 
     @Option(names = "--quick", description = "fewer, shorter runs: all experiments in well under 3 minutes")

@@ -1,5 +1,7 @@
 package io.virtio4j.cli;
 
+import io.virtio4j.bench.BenchConfig;
+import io.virtio4j.core.layout.RingFormat;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
@@ -71,6 +73,62 @@ class OptionErrorsAndHelpTest {
             assertEquals(0, p.exitValue(), err);
             assertEquals("", err, String.join(" ", command));
         }
+    }
+
+    private static BenchCommand bench(String... args) {
+        String[] all = new String[args.length + 1];
+        all[0] = "bench";
+        System.arraycopy(args, 0, all, 1, args.length);
+        return (BenchCommand) new CommandLine(new Main()).parseArgs(all).subcommand().commandSpec().userObject();
+    }
+
+    @Test
+    void ringAndInOrderReachTheConfiguration() {
+        BenchConfig d = bench().config();
+        assertEquals(RingFormat.SPLIT, d.ring());
+        assertFalse(d.inOrder());
+        BenchConfig c = bench("--ring", "packed", "--in-order", "on", "--ring-size", "100").config();
+        assertEquals(RingFormat.PACKED, c.ring());
+        assertTrue(c.inOrder());
+        assertEquals(100, c.ringSize(), "a packed ring need not be a power of two");
+        assertEquals(RingFormat.SPLIT, bench("--ring", "SPLIT").config().ring());
+        assertThrows(CommandLine.ParameterException.class, () -> bench("--ring", "paced"));
+        assertThrows(CommandLine.ParameterException.class, () -> bench("--in-order"));
+        assertThrows(CommandLine.ParameterException.class, () -> bench("--in-order", "maybe"));
+    }
+
+    @Test
+    void aPackedRingSizeOutOfRangeNamesBothFlags() {
+        String[] r = execute("bench", "--ring", "packed", "--ring-size", "0");
+        assertEquals("2", r[0]);
+        assertEquals("--ring-size must be in [1, 32768] with --ring packed, got 0",
+                r[1].lines().findFirst().orElseThrow(), r[1]);
+    }
+
+    @Test
+    void ringAndInOrderAreCompareKeys() {
+        BenchCommand ring = bench("--compare", "ring=split,packed", "--batch", "16");
+        BenchCommand.Comparison c = ring.comparison(ring.config());
+        assertEquals("ring", c.key());
+        assertEquals(RingFormat.SPLIT, c.a().ring());
+        assertEquals(RingFormat.PACKED, c.b().ring());
+        assertEquals(c.a().with("ring", "packed"), c.b(), "only the ring differs");
+        assertEquals(16, c.b().batch());
+
+        BenchCommand order = bench("--compare", "in-order=off,on", "--ring", "packed");
+        c = order.comparison(order.config());
+        assertFalse(c.a().inOrder());
+        assertTrue(c.b().inOrder());
+        assertEquals(RingFormat.PACKED, c.a().ring());
+        assertEquals(c.a().with("in-order", "on"), c.b(), "only in-order differs");
+    }
+
+    @Test
+    void aCompareSideTheRingFormatRefusesIsReportedByItsFlags() {
+        // a packed ring of 48 is fine; the split side of the comparison is not
+        String[] r = execute("bench", "--ring", "packed", "--ring-size", "48", "--compare", "ring=packed,split");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].startsWith("--ring-size must be a power of two in [1, 32768], got 48"), r[1]);
     }
 
     @Test
