@@ -4,6 +4,7 @@ import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.DriverQueue;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jmh.annotations.AuxCounters;
@@ -27,7 +28,7 @@ import org.openjdk.jmh.infra.Blackhole;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Throughput of one ring with the driver and the device in two threads that busy-poll (never sleep), as
+ * Throughput of one ring (split or packed) with the driver and the device in two threads that busy-poll (never sleep), as
  * {@code virtio4j bench --mode poll} does: cache-line transfers between the CPUs included, so the figure moves
  * 3-5x with the VM's near/far CPU placement (see docs/measuring.md). Needs two free CPUs.
  *
@@ -43,6 +44,9 @@ import java.util.concurrent.TimeUnit;
 public class DuplexRingBenchmark {
     static final int QUEUE_SIZE = 256;
 
+    @Param({"SPLIT", "PACKED"})
+    public RingFormat format;
+
     @Param({"WEAK", "STRONG"})
     public Ordering ordering;
 
@@ -56,7 +60,7 @@ public class DuplexRingBenchmark {
 
     @Setup
     public void setup() {
-        ring = new Ring(QUEUE_SIZE);
+        ring = new Ring(format, QUEUE_SIZE);
         driver = ring.driver(ordering, AvailPublication.EAGER);
         device = ring.device(ordering);
         driver.disableCallbacks(); // both sides poll: no notifications wanted

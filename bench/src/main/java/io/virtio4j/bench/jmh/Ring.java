@@ -5,6 +5,10 @@ import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.AvailRing;
+import io.virtio4j.core.layout.EventSuppression;
+import io.virtio4j.core.layout.PackedLayout;
+import io.virtio4j.core.layout.PackedRingAreas;
+import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.RingSegment;
@@ -18,9 +22,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
- * One split ring and its buffer pool in one shared native segment (guest address = offset in the segment), as
- * {@code RingBenchmark} lays it out. Benchmarks build the real driver and device queues on it, and use
- * {@link #avail} / {@link #used} (flyweights over the same bytes) when they stand in for the other side.
+ * One ring, split or packed, and its buffer pool in one shared native segment (guest address = offset in the
+ * segment), as {@code RingBenchmark} lays it out. Benchmarks build the real driver and device queues on it; the
+ * split-only ones stand in for the other side through {@link #avail} / {@link #used} (flyweights over the same
+ * bytes).
  */
 final class Ring implements AutoCloseable {
     /** Every forked JMH JVM needs it (the jar manifest's Enable-Native-Access only covers {@code java -jar}). */
@@ -29,7 +34,7 @@ final class Ring implements AutoCloseable {
     static final String JMH_UNSAFE = "--sun-misc-unsafe-memory-access=allow";
     /** Bytes per buffer element; nothing reads or writes the payload (these benchmarks measure ring code). */
     static final int BUF_SIZE = 64;
-    /** Where a polling peer has left its event index: far from every index the benchmark publishes. */
+    /** Where a polling peer has left its split event index: far from every index the benchmark publishes. */
     static final int FAR_EVENT = 0x8000;
     /** The buffer pool starts on its own page, as in {@code RingBenchmark}. */
     private static final long PAGE = 4096;
@@ -37,9 +42,12 @@ final class Ring implements AutoCloseable {
     final int queueSize;
     final Arena arena = Arena.ofShared();
     final MemorySegment mem;
-    final SplitRingAreas areas;
+    final RingAreas areas;
+    /** Split only (null for packed): flyweights over the split ring's avail and used rings. */
     final AvailRing avail;
     final UsedRing used;
+    /** Packed only (null for split): flyweight over the device event suppression structure. */
+    final EventSuppression deviceEvent;
     final GuestMemory memory;
     final long poolBase;
     final ParkingNotifier kickNotifier = new ParkingNotifier();
@@ -47,13 +55,20 @@ final class Ring implements AutoCloseable {
     /** One token per descriptor, boxed once here so that {@code add} never boxes. */
     final Object[] tokens;
 
-    Ring(int queueSize) {
+    Ring(RingFormat format, int queueSize) {
         this.queueSize = queueSize;
-        RingSegment ring = RingSegment.allocate(arena, RingFormat.SPLIT, queueSize, PAGE, (long) queueSize * BUF_SIZE);
+        RingSegment ring = RingSegment.allocate(arena, format, queueSize, PAGE, (long) queueSize * BUF_SIZE);
         mem = ring.segment();
-        areas = (SplitRingAreas) ring.areas();
-        avail = new AvailRing(areas.availRing(), queueSize);
-        used = new UsedRing(areas.usedRing(), queueSize);
+        areas = ring.areas();
+        if (areas instanceof SplitRingAreas split) {
+            avail = new AvailRing(split.availRing(), queueSize);
+            used = new UsedRing(split.usedRing(), queueSize);
+            deviceEvent = null;
+        } else {
+            avail = null;
+            used = null;
+            deviceEvent = new EventSuppression(((PackedRingAreas) areas).deviceEvent());
+        }
         memory = ring.guestMemory();
         poolBase = ring.dataOffset();
         tokens = new Object[queueSize];
@@ -71,6 +86,19 @@ final class Ring implements AutoCloseable {
     /** EVENT_IDX and indirect descriptors on, cached avail index on enable (the defaults). */
     DeviceQueue device(Ordering ordering) {
         return DeviceQueue.over(areas, memory, DeviceOptions.defaults().withOrdering(ordering), callNotifier);
+    }
+
+    /**
+     * Stand-in for a device that polls with kicks disabled, written straight into the ring: split leaves
+     * {@code avail_event} far behind (as a device with EVENT_IDX does), packed sets the device event suppression
+     * flags to DISABLE. Either way the driver's kick decision reads "no kick" without signalling the notifier.
+     */
+    void parkDeviceEvent() {
+        if (used != null) {
+            used.availEventRelease(FAR_EVENT);
+        } else {
+            deviceEvent.release(0, PackedLayout.EVENT_F_DISABLE);
+        }
     }
 
     /** Guest address of the buffer for sequence number {@code i}. */

@@ -5,6 +5,8 @@ import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.Descriptors;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -25,9 +27,11 @@ import org.openjdk.jmh.infra.Blackhole;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Code cost of the split-ring hot paths: one thread plays driver and device on one ring, so no cache line moves
+ * Code cost of the ring hot paths: one thread plays driver and device on one ring, so no cache line moves
  * between CPUs and the figures are instructions and fences, not coherence traffic (for that see
- * {@link DuplexRingBenchmark}).
+ * {@link DuplexRingBenchmark}). {@code addKick} and {@code cycle} run on either format ({@code format} = SPLIT or
+ * PACKED); {@code popPush} and {@code reap} stand in for the other side by writing split ring structures by hand,
+ * so they are split only.
  *
  * <p>Every invocation moves {@value #BUFFERS} one-element buffers through the ring in rounds of {@code batch}
  * buffers (one kick, one used publication per round), and the score is per buffer
@@ -37,8 +41,9 @@ import java.util.concurrent.TimeUnit;
  * described on each benchmark, so that its cost stays small next to the path measured.
  *
  * <p>Both sides run as the busy-polling pair does in steady state: EVENT_IDX negotiated, the driver's used
- * callbacks disabled, the device's kicks suppressed (its {@code avail_event} is left behind), so neither
- * notifier is signalled except on the rare 16-bit index wrap onto a stale event index.
+ * callbacks disabled, the device's kicks suppressed (split: its {@code avail_event} is left behind; packed: its
+ * event suppression says DISABLE), so neither notifier is signalled except, split only, on the rare 16-bit index
+ * wrap onto a stale event index.
  *
  * <p>{@code ordering} = STRONG adds a full fence at each publication and observation point on top of the
  * store-&gt;load fences both modes take.
@@ -65,11 +70,11 @@ public class RingPathBenchmark {
         Ring ring;
         final ScatterGather sg = new ScatterGather(1);
 
-        void open() {
+        void open(RingFormat format) {
             if (BUFFERS % batch != 0) {
                 throw new IllegalArgumentException("batch " + batch + " must divide " + BUFFERS);
             }
-            ring = new Ring(BUFFERS);
+            ring = new Ring(format, BUFFERS);
         }
 
         /** The one-element, device-readable buffer number {@code i} (the scatter-gather list is reused). */
@@ -86,34 +91,38 @@ public class RingPathBenchmark {
     /** Driver alone; the stand-in device hands every buffer back with {@code detachUnused()} and {@code reset()}. */
     @State(Scope.Thread)
     public static class AddKickState extends RingState {
+        @Param({"SPLIT", "PACKED"})
+        public RingFormat format;
+
         DriverQueue driver;
 
         @Setup
         public void setup() {
-            open();
+            open(format);
             driver = ring.driver(ordering, AvailPublication.EAGER);
             recycle();
         }
 
         /**
          * Stand-in for a device that completed everything: {@code detachUnused()} takes every buffer back and
-         * {@code reset()} starts the ring afresh (a few plain array accesses per descriptor plus six index stores,
-         * about a nanosecond per buffer), then parks {@code avail_event} far away as a device polling with kicks
-         * disabled leaves it.
+         * {@code reset()} starts the ring afresh (a few plain array accesses per descriptor plus a few stores into
+         * the ring, about a nanosecond per buffer), then parks the device's event as a device polling with kicks
+         * disabled leaves it ({@link Ring#parkDeviceEvent}).
          */
         final void recycle() {
             while (driver.detachUnused() != null) {
                 // every buffer added this round is taken back
             }
             driver.reset();
-            ring.used.availEventRelease(Ring.FAR_EVENT);
+            ring.parkDeviceEvent();
         }
     }
 
     /**
      * Driver {@code add} of a one-element buffer ({@code ScatterGather} refill, descriptor, avail entry, EAGER
-     * publication of {@code avail.idx}) and one {@code kick} per batch (store-&gt;load fence, {@code avail_event}
-     * load, kick suppressed). Includes the stand-in's {@code reset()} once per {@value #BUFFERS} buffers.
+     * publication of {@code avail.idx}, or of the descriptor's flags for packed) and one {@code kick} per batch
+     * (store-&gt;load fence, load of {@code avail_event} or of the device event suppression, kick suppressed).
+     * Includes the stand-in's {@code reset()} once per {@value #BUFFERS} buffers.
      */
     @Benchmark
     @OperationsPerInvocation(BUFFERS)
@@ -130,7 +139,7 @@ public class RingPathBenchmark {
         s.recycle();
     }
 
-    /** Device alone; the stand-in driver makes prewritten buffers available by storing {@code avail.idx}. */
+    /** Device alone on a split ring; a stand-in driver makes prewritten buffers available by storing avail.idx. */
     @State(Scope.Thread)
     public static class PopPushState extends RingState {
         DeviceQueue device;
@@ -138,11 +147,12 @@ public class RingPathBenchmark {
 
         @Setup
         public void setup() {
-            open();
+            open(RingFormat.SPLIT);
             device = ring.device(ordering);
             // descriptor h and avail.ring[h] = h are the same every lap, so they are written once here
             for (int h = 0; h < BUFFERS; h++) {
-                Descriptors.write(ring.areas.descTable(), 0, h, ring.bufAddr(h), Ring.BUF_SIZE, 0, 0);
+                Descriptors.write(((SplitRingAreas) ring.areas).descTable(), 0, h, ring.bufAddr(h), Ring.BUF_SIZE,
+                        0, 0);
                 ring.avail.entry(h, h);
             }
             // a driver that polls with callbacks disabled: used_event stays behind
@@ -181,8 +191,8 @@ public class RingPathBenchmark {
     }
 
     /**
-     * Driver alone, reaping what a stand-in device returned. Tokens are only in flight after a real {@code add},
-     * so the stand-in adds with EAGER publication and no kick (a device may only use published buffers, and the
+     * Driver alone on a split ring, reaping what a stand-in device returned. Tokens are only in flight after a
+     * real {@code add}, so the stand-in adds with EAGER publication and no kick (a device may only use published buffers, and the
      * driver checks that) and writes the used elements and {@code used.idx} directly.
      */
     @State(Scope.Thread)
@@ -192,7 +202,7 @@ public class RingPathBenchmark {
 
         @Setup
         public void setup() {
-            open();
+            open(RingFormat.SPLIT);
             // EAGER: the stand-in device may only use buffers the driver has published, and the driver checks that
             driver = ring.driver(ordering, AvailPublication.EAGER);
             driver.disableCallbacks(); // a polling driver: pollUsed then skips the used_event store and fence
@@ -239,12 +249,15 @@ public class RingPathBenchmark {
     /** Real driver and real device on one ring, both in this thread. */
     @State(Scope.Thread)
     public static class CycleState extends RingState {
+        @Param({"SPLIT", "PACKED"})
+        public RingFormat format;
+
         DriverQueue driver;
         DeviceQueue device;
 
         @Setup
         public void setup() {
-            open();
+            open(format);
             driver = ring.driver(ordering, AvailPublication.EAGER);
             device = ring.device(ordering);
             driver.disableCallbacks();

@@ -1,5 +1,5 @@
 /**
- * JMH suite for the split-ring hot paths; run it with {@code virtio4j jmh [JMH options] [regexp]}.
+ * JMH suite for the ring hot paths, split and packed; run it with {@code virtio4j jmh [JMH options] [regexp]}.
  *
  * <ul>
  *   <li>{@link io.virtio4j.bench.jmh.RingPathBenchmark}: one thread plays driver and device on one ring, so the

@@ -1,5 +1,6 @@
 package io.virtio4j.bench.jmh;
 
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.ordering.Ordering;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -29,6 +30,11 @@ class HotPathAllocationTest {
         return Stream.of(Ordering.values()).flatMap(o -> Stream.of(Arguments.of(o, 1), Arguments.of(o, 64)));
     }
 
+    /** {@link #params()} for each ring format, for the benchmarks that run on either. */
+    static Stream<Arguments> formatParams() {
+        return Stream.of(RingFormat.values()).flatMap(f -> params().map(a -> Arguments.of(f, a.get()[0], a.get()[1])));
+    }
+
     /** Fewest bytes one round allocated; stops at the first round that allocated none. */
     private static long leastAllocatedPerRound(Runnable invocation) {
         long least = Long.MAX_VALUE;
@@ -48,11 +54,12 @@ class HotPathAllocationTest {
         return s;
     }
 
-    @ParameterizedTest(name = "{0} batch {1}")
-    @MethodSource("params")
-    void addKickAllocatesNothing(Ordering ordering, int batch) {
+    @ParameterizedTest(name = "{0} {1} batch {2}")
+    @MethodSource("formatParams")
+    void addKickAllocatesNothing(RingFormat format, Ordering ordering, int batch) {
         RingPathBenchmark b = new RingPathBenchmark();
         RingPathBenchmark.AddKickState s = configure(new RingPathBenchmark.AddKickState(), ordering, batch);
+        s.format = format;
         s.setup();
         try {
             assertEquals(0, leastAllocatedPerRound(() -> b.addKick(s, BH)));
@@ -87,11 +94,12 @@ class HotPathAllocationTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} batch {1}")
-    @MethodSource("params")
-    void cycleAllocatesNothing(Ordering ordering, int batch) {
+    @ParameterizedTest(name = "{0} {1} batch {2}")
+    @MethodSource("formatParams")
+    void cycleAllocatesNothing(RingFormat format, Ordering ordering, int batch) {
         RingPathBenchmark b = new RingPathBenchmark();
         RingPathBenchmark.CycleState s = configure(new RingPathBenchmark.CycleState(), ordering, batch);
+        s.format = format;
         s.setup();
         try {
             assertEquals(0, leastAllocatedPerRound(() -> b.cycle(s, BH)));
