@@ -2,6 +2,7 @@ package io.virtio4j.jcstress;
 
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.error.VirtqueueException;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.infra.results.IIIII_Result;
@@ -14,10 +15,15 @@ import java.lang.foreign.ValueLayout;
  * and publishes {@code avail.idx}; the device pops. Whenever the device sees the new index it must also see the
  * avail entry, both descriptors and the payload the driver wrote before publishing.
  *
+ * <p>Packed (virtqueue.md 3.4, 3.5 "Add"): the driver writes both descriptors and publishes the list by storing
+ * the first one's flags last; the device, once it sees those flags, must see the second descriptor, the buffer
+ * id (0, the first id handed out; a leftover names {@value Ring#STALE_HEAD}) and the payload.
+ *
  * <p>Outcome {@code (status, head, readable length, writable length, payload)}:
  * <ul>
  *   <li>status: 0 ring empty, 1 popped a chain, -1 the device queue raised a ring violation;</li>
- *   <li>head: the head index popped (0; a leftover entry names {@value Ring#STALE_HEAD});</li>
+ *   <li>head: the head index (split) or buffer id (packed) popped (0; a leftover names
+ *       {@value Ring#STALE_HEAD});</li>
  *   <li>readable / writable length: the element's length if the element sits at the address the driver gave,
  *       else -1 (a leftover descriptor reads as one element of length 1 at buffer {@value Ring#STALE_BUFFER});</li>
  *   <li>payload: the int the device reads from the readable element ({@value Ring#STALE_INT} if stale).</li>
@@ -41,8 +47,8 @@ public final class AvailPublish {
      * @param publication {@link AvailPublication#EAGER}: {@code add} publishes; {@link AvailPublication#LAZY}:
      *                    {@code add} then {@code kickPrepare()} publishes
      */
-    public AvailPublish(Ordering ordering, AvailPublication publication) {
-        ring = new Ring(ordering, true, publication);
+    public AvailPublish(RingFormat format, Ordering ordering, AvailPublication publication) {
+        ring = new Ring(format, ordering, true, publication);
         lazy = publication == AvailPublication.LAZY;
     }
 

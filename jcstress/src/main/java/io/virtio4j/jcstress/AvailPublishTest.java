@@ -1,6 +1,7 @@
 package io.virtio4j.jcstress;
 
 import io.virtio4j.core.policy.AvailPublication;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Description;
@@ -24,7 +25,7 @@ public final class AvailPublishTest {
     @Outcome(expect = FORBIDDEN, desc = "index seen with a stale entry, descriptor or payload")
     @State
     public static class WeakEager {
-        private final AvailPublish t = new AvailPublish(Ordering.WEAK, AvailPublication.EAGER);
+        private final AvailPublish t = new AvailPublish(RingFormat.SPLIT, Ordering.WEAK, AvailPublication.EAGER);
 
         @Actor
         public void driver() {
@@ -44,7 +45,7 @@ public final class AvailPublishTest {
     @Outcome(expect = FORBIDDEN, desc = "index seen with a stale entry, descriptor or payload")
     @State
     public static class StrongEager {
-        private final AvailPublish t = new AvailPublish(Ordering.STRONG, AvailPublication.EAGER);
+        private final AvailPublish t = new AvailPublish(RingFormat.SPLIT, Ordering.STRONG, AvailPublication.EAGER);
 
         @Actor
         public void driver() {
@@ -64,7 +65,7 @@ public final class AvailPublishTest {
     @Outcome(expect = FORBIDDEN, desc = "index seen with a stale entry, descriptor or payload")
     @State
     public static class WeakKickPrepare {
-        private final AvailPublish t = new AvailPublish(Ordering.WEAK, AvailPublication.LAZY);
+        private final AvailPublish t = new AvailPublish(RingFormat.SPLIT, Ordering.WEAK, AvailPublication.LAZY);
 
         @Actor
         public void driver() {
@@ -84,7 +85,7 @@ public final class AvailPublishTest {
     @Outcome(expect = FORBIDDEN, desc = "index seen with a stale entry, descriptor or payload")
     @State
     public static class StrongKickPrepare {
-        private final AvailPublish t = new AvailPublish(Ordering.STRONG, AvailPublication.LAZY);
+        private final AvailPublish t = new AvailPublish(RingFormat.SPLIT, Ordering.STRONG, AvailPublication.LAZY);
 
         @Actor
         public void driver() {

@@ -1,5 +1,6 @@
 package io.virtio4j.jcstress;
 
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.ordering.Ordering;
 
@@ -23,7 +24,12 @@ import io.virtio4j.core.ordering.Ordering;
  *   <li>Driver: {@code enableCallbacksOrFindPending()} (write used_event = 1 or clear NO_INTERRUPT; full fence;
  *       re-read used.idx). Records 1 when it returns false: nothing pending, safe to sleep.</li>
  * </ul>
- * Outcome {@code (notify, sleeps)}. (0, 1) is the lost notification: the device does not notify and the driver
+ * <p>Packed (virtqueue.md 3.5 "Reap" steps 5-6, 3.6 "Notify the driver") is the same pair over other fields:
+ * the device publishes Y's used descriptor by storing its flags and reads the driver event suppression structure;
+ * the driver disabled callbacks with flags DISABLE and re-enables them with ENABLE (or DESC at its next slot,
+ * with EVENT_IDX) before re-reading that slot's flags.
+ *
+ * <p>Outcome {@code (notify, sleeps)}. (0, 1) is the lost notification: the device does not notify and the driver
  * sleeps with Y used. Each of (1, 1), (1, 0), (0, 0) is correct.
  */
 public final class CallbackRace {
@@ -35,12 +41,12 @@ public final class CallbackRace {
     private final int head;
 
     /** The negative-control variant: same ring code, built only where the fence is removed. */
-    public CallbackRace(NegativeControl.Checked fenceRemoved, Ordering ordering, boolean eventIdx) {
-        this(ordering, eventIdx);
+    public CallbackRace(NegativeControl.Checked fenceRemoved, RingFormat format, Ordering ordering, boolean eventIdx) {
+        this(format, ordering, eventIdx);
     }
 
-    public CallbackRace(Ordering ordering, boolean eventIdx) {
-        ring = new Ring(ordering, eventIdx, AvailPublication.EAGER);
+    public CallbackRace(RingFormat format, Ordering ordering, boolean eventIdx) {
+        ring = new Ring(format, ordering, eventIdx, AvailPublication.EAGER);
         ring.driver.add(ring.sg.clear().readable(Ring.buffer(0), 4), X);
         ring.driver.kickPrepare();
         int x = ring.device.pop().head();

@@ -1,5 +1,6 @@
 package io.virtio4j.jcstress;
 
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Description;
@@ -24,7 +25,7 @@ public final class CallbackRaceNegativeControl {
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
     @State
     public static class WeakEventIdx {
-        private final CallbackRace t = new CallbackRace(NegativeControl.require(), Ordering.WEAK, true);
+        private final CallbackRace t = new CallbackRace(NegativeControl.require(), RingFormat.SPLIT, Ordering.WEAK, true);
 
         @Actor
         public void device(II_Result r) {
@@ -44,7 +45,7 @@ public final class CallbackRaceNegativeControl {
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
     @State
     public static class WeakFlags {
-        private final CallbackRace t = new CallbackRace(NegativeControl.require(), Ordering.WEAK, false);
+        private final CallbackRace t = new CallbackRace(NegativeControl.require(), RingFormat.SPLIT, Ordering.WEAK, false);
 
         @Actor
         public void device(II_Result r) {
@@ -64,7 +65,7 @@ public final class CallbackRaceNegativeControl {
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
     @State
     public static class StrongEventIdx {
-        private final CallbackRace t = new CallbackRace(NegativeControl.require(), Ordering.STRONG, true);
+        private final CallbackRace t = new CallbackRace(NegativeControl.require(), RingFormat.SPLIT, Ordering.STRONG, true);
 
         @Actor
         public void device(II_Result r) {
@@ -84,7 +85,7 @@ public final class CallbackRaceNegativeControl {
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
     @State
     public static class StrongFlags {
-        private final CallbackRace t = new CallbackRace(NegativeControl.require(), Ordering.STRONG, false);
+        private final CallbackRace t = new CallbackRace(NegativeControl.require(), RingFormat.SPLIT, Ordering.STRONG, false);
 
         @Actor
         public void device(II_Result r) {

@@ -1,5 +1,6 @@
 package io.virtio4j.jcstress;
 
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.ordering.Ordering;
 
@@ -19,7 +20,12 @@ import io.virtio4j.core.ordering.Ordering;
  *   <li>Device: {@code enableKicksOrFindPending()} (write avail_event = 1 or clear NO_NOTIFY; full fence; re-read
  *       avail.idx). Records 1 when it sees the buffer (will pop instead of sleeping).</li>
  * </ul>
- * Outcome {@code (kick, sees)}. (0, 0) is the lost kick: the driver skips the kick and the device goes to
+ * <p>Packed (virtqueue.md 3.5 step 6, 3.6 "Request kicks") is the same pair over other fields: the driver
+ * publishes Y by storing its descriptor's flags and reads the device event suppression structure; the device
+ * disabled kicks with flags DISABLE and re-enables them with ENABLE (or DESC at its next slot, with EVENT_IDX)
+ * before re-reading that slot's flags.
+ *
+ * <p>Outcome {@code (kick, sees)}. (0, 0) is the lost kick: the driver skips the kick and the device goes to
  * sleep with Y available. Each of (1, 0), (0, 1), (1, 1) is correct.
  */
 public final class KickRace {
@@ -30,12 +36,12 @@ public final class KickRace {
     private final Ring ring;
 
     /** The negative-control variant: same ring code, built only where the fence is removed. */
-    public KickRace(NegativeControl.Checked fenceRemoved, Ordering ordering, boolean eventIdx) {
-        this(ordering, eventIdx);
+    public KickRace(NegativeControl.Checked fenceRemoved, RingFormat format, Ordering ordering, boolean eventIdx) {
+        this(format, ordering, eventIdx);
     }
 
-    public KickRace(Ordering ordering, boolean eventIdx) {
-        ring = new Ring(ordering, eventIdx, AvailPublication.EAGER);
+    public KickRace(RingFormat format, Ordering ordering, boolean eventIdx) {
+        ring = new Ring(format, ordering, eventIdx, AvailPublication.EAGER);
         ring.driver.add(ring.sg.clear().readable(Ring.buffer(0), 4), X);
         ring.driver.kickPrepare();
         int head = ring.device.pop().head();

@@ -1,5 +1,6 @@
 package io.virtio4j.jcstress;
 
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Description;
@@ -22,7 +23,7 @@ public final class KickRaceTest {
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
     @State
     public static class WeakEventIdx {
-        private final KickRace t = new KickRace(Ordering.WEAK, true);
+        private final KickRace t = new KickRace(RingFormat.SPLIT, Ordering.WEAK, true);
 
         @Actor
         public void driver(II_Result r) {
@@ -42,7 +43,7 @@ public final class KickRaceTest {
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
     @State
     public static class WeakFlags {
-        private final KickRace t = new KickRace(Ordering.WEAK, false);
+        private final KickRace t = new KickRace(RingFormat.SPLIT, Ordering.WEAK, false);
 
         @Actor
         public void driver(II_Result r) {
@@ -62,7 +63,7 @@ public final class KickRaceTest {
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
     @State
     public static class StrongEventIdx {
-        private final KickRace t = new KickRace(Ordering.STRONG, true);
+        private final KickRace t = new KickRace(RingFormat.SPLIT, Ordering.STRONG, true);
 
         @Actor
         public void driver(II_Result r) {
@@ -82,7 +83,7 @@ public final class KickRaceTest {
     @Outcome(expect = FORBIDDEN, desc = "not a possible outcome")
     @State
     public static class StrongFlags {
-        private final KickRace t = new KickRace(Ordering.STRONG, false);
+        private final KickRace t = new KickRace(RingFormat.SPLIT, Ordering.STRONG, false);
 
         @Actor
         public void driver(II_Result r) {

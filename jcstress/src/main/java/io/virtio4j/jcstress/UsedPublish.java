@@ -2,6 +2,7 @@ package io.virtio4j.jcstress;
 
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.error.VirtqueueException;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.infra.results.III_Result;
@@ -10,10 +11,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * Publication of a used buffer (virtqueue.md 2.10 steps 1-3, 2.8 step 1). Before the actors run, the driver has
- * added [readable 4 bytes, writable REPLY 8 bytes] and the device has popped it. The device then writes a reply
- * payload into the writable element, pushes the used element (4 bytes written) and publishes {@code used.idx};
- * the driver polls. Whenever the driver sees the new index it must also see the used element (the right head,
+ * Publication of a used buffer (virtqueue.md 2.10 steps 1-3, 2.8 step 1; packed 3.6 "Complete", 3.5 "Reap").
+ * Before the actors run, the driver has added [readable 12 bytes, writable REPLY 8 bytes] and the device has
+ * popped it. The device then writes a reply payload into the writable element, pushes the used element (4 bytes
+ * written) and publishes {@code used.idx} (packed: writes id and length over the list's first descriptor and stores its flags); the driver polls.
+ * Whenever the driver sees the new index (or flags) it must also see the used element (the right head or id,
  * hence the right token, and length 4) and the payload.
  *
  * <p>Outcome {@code (status, length, payload)}: status 0 nothing used yet, 1 the right token, 2 another
@@ -25,6 +27,11 @@ import java.lang.foreign.ValueLayout;
 public final class UsedPublish {
     public static final long REQUEST = Ring.buffer(0);
     public static final long REPLY = Ring.buffer(1);
+    /**
+     * Length of the request element: differs from {@link #WRITTEN}, since a packed device writes the used
+     * descriptor over the request's, so a stale length there must not read as the right one.
+     */
+    public static final int REQUEST_LEN = 12;
     public static final int WRITTEN = 4;
     public static final int PAYLOAD = 4343;
     public static final String EMPTY = "0, 0, 0";
@@ -36,9 +43,9 @@ public final class UsedPublish {
     /** The device's view of the writable element (a slice of guest memory it got from the chain). */
     private final MemorySegment reply;
 
-    public UsedPublish(Ordering ordering) {
-        ring = new Ring(ordering, true, AvailPublication.EAGER);
-        ring.driver.add(ring.sg.clear().readable(REQUEST, 4).writable(REPLY, 8), TOKEN);
+    public UsedPublish(RingFormat format, Ordering ordering) {
+        ring = new Ring(format, ordering, true, AvailPublication.EAGER);
+        ring.driver.add(ring.sg.clear().readable(REQUEST, REQUEST_LEN).writable(REPLY, 8), TOKEN);
         DescriptorChain c = ring.device.pop();
         head = c.head();
         reply = c.writable(0);

@@ -1,5 +1,6 @@
 package io.virtio4j.jcstress;
 
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.ordering.Ordering;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Description;
@@ -23,7 +24,7 @@ public final class UsedPublishTest {
     @Outcome(expect = FORBIDDEN, desc = "used.idx seen with a stale used element or payload")
     @State
     public static class Weak {
-        private final UsedPublish t = new UsedPublish(Ordering.WEAK);
+        private final UsedPublish t = new UsedPublish(RingFormat.SPLIT, Ordering.WEAK);
 
         @Actor
         public void device() {
@@ -43,7 +44,7 @@ public final class UsedPublishTest {
     @Outcome(expect = FORBIDDEN, desc = "used.idx seen with a stale used element or payload")
     @State
     public static class Strong {
-        private final UsedPublish t = new UsedPublish(Ordering.STRONG);
+        private final UsedPublish t = new UsedPublish(RingFormat.SPLIT, Ordering.STRONG);
 
         @Actor
         public void device() {

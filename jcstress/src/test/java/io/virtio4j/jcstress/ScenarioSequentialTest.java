@@ -1,5 +1,6 @@
 package io.virtio4j.jcstress;
 
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.ordering.Ordering;
 import org.junit.jupiter.api.Test;
@@ -20,15 +21,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 class ScenarioSequentialTest {
 
     @ParameterizedTest
-    @CsvSource({"WEAK,EAGER", "STRONG,EAGER", "WEAK,LAZY", "STRONG,LAZY"})
-    void availPublication(Ordering o, AvailPublication p) {
-        AvailPublish first = new AvailPublish(o, p);
+    @CsvSource({"SPLIT,WEAK,EAGER", "SPLIT,STRONG,EAGER", "SPLIT,WEAK,LAZY", "SPLIT,STRONG,LAZY",
+        "PACKED,WEAK,EAGER", "PACKED,STRONG,EAGER", "PACKED,WEAK,LAZY", "PACKED,STRONG,LAZY"})
+    void availPublication(RingFormat f, Ordering o, AvailPublication p) {
+        AvailPublish first = new AvailPublish(f, o, p);
         first.driver();
         IIIII_Result r = new IIIII_Result();
         first.device(r);
         assertEquals(AvailPublish.SEEN, r.toString());
 
-        AvailPublish second = new AvailPublish(o, p);
+        AvailPublish second = new AvailPublish(f, o, p);
         IIIII_Result r2 = new IIIII_Result();
         second.device(r2);
         second.driver();
@@ -36,15 +38,15 @@ class ScenarioSequentialTest {
     }
 
     @ParameterizedTest
-    @CsvSource({"WEAK", "STRONG"})
-    void usedPublication(Ordering o) {
-        UsedPublish first = new UsedPublish(o);
+    @CsvSource({"SPLIT,WEAK", "SPLIT,STRONG", "PACKED,WEAK", "PACKED,STRONG"})
+    void usedPublication(RingFormat f, Ordering o) {
+        UsedPublish first = new UsedPublish(f, o);
         first.device();
         III_Result r = new III_Result();
         first.driver(r);
         assertEquals(UsedPublish.SEEN, r.toString());
 
-        UsedPublish second = new UsedPublish(o);
+        UsedPublish second = new UsedPublish(f, o);
         III_Result r2 = new III_Result();
         second.driver(r2);
         second.device();
@@ -52,29 +54,31 @@ class ScenarioSequentialTest {
     }
 
     @ParameterizedTest
-    @CsvSource({"WEAK,true", "WEAK,false", "STRONG,true", "STRONG,false"})
-    void kickRace(Ordering o, boolean eventIdx) {
-        KickRace driverFirst = new KickRace(o, eventIdx);
+    @CsvSource({"SPLIT,WEAK,true", "SPLIT,WEAK,false", "SPLIT,STRONG,true", "SPLIT,STRONG,false",
+        "PACKED,WEAK,true", "PACKED,WEAK,false", "PACKED,STRONG,true", "PACKED,STRONG,false"})
+    void kickRace(RingFormat f, Ordering o, boolean eventIdx) {
+        KickRace driverFirst = new KickRace(f, o, eventIdx);
         int kick = driverFirst.driver();
         int sees = driverFirst.device();
         assertEquals("0, 1", kick + ", " + sees, "driver first: kicks are off, so no kick; the device then sees the buffer");
 
-        KickRace deviceFirst = new KickRace(o, eventIdx);
+        KickRace deviceFirst = new KickRace(f, o, eventIdx);
         sees = deviceFirst.device();
         kick = deviceFirst.driver();
         assertEquals("1, 0", kick + ", " + sees, "device first: it sees nothing and re-enables kicks, so the driver kicks");
     }
 
     @ParameterizedTest
-    @CsvSource({"WEAK,true", "WEAK,false", "STRONG,true", "STRONG,false"})
-    void callbackRace(Ordering o, boolean eventIdx) {
-        CallbackRace deviceFirst = new CallbackRace(o, eventIdx);
+    @CsvSource({"SPLIT,WEAK,true", "SPLIT,WEAK,false", "SPLIT,STRONG,true", "SPLIT,STRONG,false",
+        "PACKED,WEAK,true", "PACKED,WEAK,false", "PACKED,STRONG,true", "PACKED,STRONG,false"})
+    void callbackRace(RingFormat f, Ordering o, boolean eventIdx) {
+        CallbackRace deviceFirst = new CallbackRace(f, o, eventIdx);
         int notify = deviceFirst.device();
         int sleeps = deviceFirst.driver();
         assertEquals("0, 0", notify + ", " + sleeps,
                 "device first: callbacks are off, so no notification; the driver then sees the used buffer");
 
-        CallbackRace driverFirst = new CallbackRace(o, eventIdx);
+        CallbackRace driverFirst = new CallbackRace(f, o, eventIdx);
         sleeps = driverFirst.driver();
         notify = driverFirst.device();
         assertEquals("1, 1", notify + ", " + sleeps,

@@ -4,6 +4,10 @@ import io.virtio4j.jcstress.CallbackRaceNegativeControl;
 import io.virtio4j.jcstress.CallbackRaceTest;
 import io.virtio4j.jcstress.KickRaceNegativeControl;
 import io.virtio4j.jcstress.KickRaceTest;
+import io.virtio4j.jcstress.PackedCallbackRaceNegativeControl;
+import io.virtio4j.jcstress.PackedKickRaceNegativeControl;
+import io.virtio4j.jcstress.PackedKickRaceTest;
+import io.virtio4j.jcstress.PackedUsedPublishTest;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
@@ -27,11 +31,13 @@ class JcstressSuiteTest {
 
     @Test
     void suitesAreDisjoint() {
-        for (Class<?> ring : List.of(KickRaceTest.WeakEventIdx.class, CallbackRaceTest.StrongFlags.class)) {
+        for (Class<?> ring : List.of(KickRaceTest.WeakEventIdx.class, CallbackRaceTest.StrongFlags.class,
+                PackedKickRaceTest.WeakEventIdx.class, PackedUsedPublishTest.Strong.class)) {
             assertTrue(selects(JcstressSuite.Suite.RING, ring), ring.getName());
             assertFalse(selects(JcstressSuite.Suite.NEGATIVE_CONTROL, ring), ring.getName());
         }
-        for (Class<?> control : List.of(KickRaceNegativeControl.WeakEventIdx.class, CallbackRaceNegativeControl.WeakFlags.class)) {
+        for (Class<?> control : List.of(KickRaceNegativeControl.WeakEventIdx.class, CallbackRaceNegativeControl.WeakFlags.class,
+                PackedKickRaceNegativeControl.StrongFlags.class, PackedCallbackRaceNegativeControl.WeakEventIdx.class)) {
             assertTrue(selects(JcstressSuite.Suite.NEGATIVE_CONTROL, control), control.getName());
             assertFalse(selects(JcstressSuite.Suite.RING, control), control.getName());
         }
