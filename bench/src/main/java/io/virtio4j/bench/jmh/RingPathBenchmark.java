@@ -5,6 +5,10 @@ import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.Descriptors;
+import io.virtio4j.core.layout.EventSuppression;
+import io.virtio4j.core.layout.PackedDescriptors;
+import io.virtio4j.core.layout.PackedLayout;
+import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.policy.AvailPublication;
@@ -24,14 +28,15 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
 
+import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Code cost of the ring hot paths: one thread plays driver and device on one ring, so no cache line moves
  * between CPUs and the figures are instructions and fences, not coherence traffic (for that see
- * {@link DuplexRingBenchmark}). {@code addKick} and {@code cycle} run on either format ({@code format} = SPLIT or
- * PACKED); {@code popPush} and {@code reap} stand in for the other side by writing split ring structures by hand,
- * so they are split only.
+ * {@link DuplexRingBenchmark}). {@code addKick}, {@code popPush} and {@code cycle} run on either format
+ * ({@code format} = SPLIT or PACKED); {@code reap} stands in for the device by writing split used elements by
+ * hand, so it is split only.
  *
  * <p>Every invocation moves {@value #BUFFERS} one-element buffers through the ring in rounds of {@code batch}
  * buffers (one kick, one used publication per round), and the score is per buffer
@@ -139,38 +144,72 @@ public class RingPathBenchmark {
         s.recycle();
     }
 
-    /** Device alone on a split ring; a stand-in driver makes prewritten buffers available by storing avail.idx. */
+    /**
+     * Device alone; a stand-in driver makes buffers available by hand. Split: descriptors and avail entries are
+     * the same every lap, so they are written once here and one store of {@code avail.idx} per batch publishes.
+     * Packed: the device overwrites each descriptor as used, so the stand-in rewrites addr, len and id (= slot) and
+     * stores its flags (release) with this lap's AVAIL/USED bits, one buffer at a time.
+     */
     @State(Scope.Thread)
     public static class PopPushState extends RingState {
+        @Param({"SPLIT", "PACKED"})
+        public RingFormat format;
+
         DeviceQueue device;
+        /** Split: the stand-in's avail.idx. */
         int availIdx;
+        /** Packed: the descriptor ring, the stand-in's next slot and wrap counter (starts at 1). */
+        MemorySegment descRing;
+        int nextSlot;
+        boolean wrap = true;
 
         @Setup
         public void setup() {
-            open(RingFormat.SPLIT);
+            open(format);
             device = ring.device(ordering);
-            // descriptor h and avail.ring[h] = h are the same every lap, so they are written once here
-            for (int h = 0; h < BUFFERS; h++) {
-                Descriptors.write(((SplitRingAreas) ring.areas).descTable(), 0, h, ring.bufAddr(h), Ring.BUF_SIZE,
-                        0, 0);
-                ring.avail.entry(h, h);
+            switch (ring.areas) {
+                case SplitRingAreas split -> {
+                    for (int h = 0; h < BUFFERS; h++) {
+                        Descriptors.write(split.descTable(), 0, h, ring.bufAddr(h), Ring.BUF_SIZE, 0, 0);
+                        ring.avail.entry(h, h);
+                    }
+                    // a driver that polls with callbacks disabled: used_event stays behind
+                    ring.avail.usedEventRelease(Ring.FAR_EVENT);
+                }
+                case PackedRingAreas packed -> {
+                    descRing = packed.descRing();
+                    // a driver that polls with callbacks disabled: its event suppression says DISABLE
+                    new EventSuppression(packed.driverEvent()).release(0, PackedLayout.EVENT_F_DISABLE);
+                }
             }
-            // a driver that polls with callbacks disabled: used_event stays behind
-            ring.avail.usedEventRelease(Ring.FAR_EVENT);
         }
 
-        /** Stand-in driver: one store of {@code avail.idx} makes {@code n} more buffers available. */
+        /** Stand-in driver: makes {@code n} more one-element buffers available. */
         final void makeAvailable(int n) {
-            availIdx = (availIdx + n) & 0xFFFF;
-            ring.avail.idxRelease(availIdx);
+            if (descRing == null) {
+                availIdx = (availIdx + n) & 0xFFFF;
+                ring.avail.idxRelease(availIdx);
+                return;
+            }
+            for (int k = 0; k < n; k++) {
+                int slot = nextSlot;
+                PackedDescriptors.write(descRing, slot, ring.bufAddr(slot), Ring.BUF_SIZE, slot);
+                // release: addr, len and id above are visible to a device that sees these flags
+                PackedDescriptors.flagsRelease(descRing, slot, PackedLayout.availBits(wrap));
+                if (++nextSlot == BUFFERS) {
+                    nextSlot = 0;
+                    wrap = !wrap;
+                }
+            }
         }
     }
 
     /**
-     * Device {@code pop} (reads {@code avail.idx} once per batch plus once to find the ring empty, walks and
-     * bounds-checks the chain), {@code pushUsed}, and one {@code flushUsed} per batch ({@code used.idx}
-     * publication, store-&gt;load fence, {@code used_event} load, notification suppressed). Includes the stand-in's
-     * one {@code avail.idx} store per batch.
+     * Device {@code pop} (split: reads {@code avail.idx} once per batch plus once to find the ring empty; packed:
+     * reads each slot's flags; walks and bounds-checks the chain), {@code pushUsed}, and one {@code flushUsed} per
+     * batch (publication of {@code used.idx} or of the first used descriptor's flags, store-&gt;load fence, load of
+     * {@code used_event} or of the driver event suppression, notification suppressed). Includes the stand-in's
+     * stores: one {@code avail.idx} store per batch (split), four stores per buffer (packed).
      */
     @Benchmark
     @OperationsPerInvocation(BUFFERS)

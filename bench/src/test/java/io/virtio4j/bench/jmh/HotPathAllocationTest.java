@@ -68,11 +68,12 @@ class HotPathAllocationTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} batch {1}")
-    @MethodSource("params")
-    void popPushAllocatesNothing(Ordering ordering, int batch) {
+    @ParameterizedTest(name = "{0} {1} batch {2}")
+    @MethodSource("formatParams")
+    void popPushAllocatesNothing(RingFormat format, Ordering ordering, int batch) {
         RingPathBenchmark b = new RingPathBenchmark();
         RingPathBenchmark.PopPushState s = configure(new RingPathBenchmark.PopPushState(), ordering, batch);
+        s.format = format;
         s.setup();
         try {
             assertEquals(0, leastAllocatedPerRound(() -> b.popPush(s, BH)));
