@@ -51,8 +51,8 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                     + "], got " + ringSize, "ringSize");
         }
         if (ring == RingFormat.PACKED && !PackedLayout.isValidQueueSize(ringSize)) {
-            throw new InvalidBenchOptionException("%s must be in [1, " + PackedLayout.MAX_QUEUE_SIZE + "] with %s packed, got "
-                    + ringSize, "ringSize", "ring");
+            throw new InvalidBenchOptionException("%s must be in [1, " + PackedLayout.MAX_QUEUE_SIZE
+                    + "] with %s packed, got " + ringSize, "ringSize", "ring");
         }
         if (batch < 1) {
             throw new InvalidBenchOptionException("%s must be >= 1, got " + batch, "batch");
@@ -74,8 +74,8 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
     }
 
     public static BenchConfig defaults() {
-        return new BenchConfig(2_000_000, 256, RingFormat.SPLIT, 64, 64, 1, false, true, false, false, Ordering.WEAK,
-                AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1);
+        return new BenchConfig(2_000_000, 256, RingFormat.SPLIT, 64, 64, 1, false, true, false, false,
+                Ordering.WEAK, AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1);
     }
 
     /**
@@ -170,7 +170,8 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
 
     /** One line describing the configuration. */
     public String describe() {
-        return ring.name().toLowerCase(Locale.ROOT) + " ring " + ringSize + ", batch " + batch + ", " + chain + " x " + bufSize + " B"
+        return ring.name().toLowerCase(Locale.ROOT) + " ring " + ringSize + ", batch " + batch + ", " + chain + " x "
+                + bufSize + " B"
                 + (indirect ? " indirect" : "") + ", mode " + mode.name().toLowerCase(Locale.ROOT)
                 + ", barriers " + barriers.name().toLowerCase(Locale.ROOT)
                 + ", avail-publish " + availPublish.name().toLowerCase(Locale.ROOT)

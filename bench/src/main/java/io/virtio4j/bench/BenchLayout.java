@@ -14,8 +14,9 @@ import java.lang.invoke.VarHandle;
 
 /**
  * Where everything of one benchmark run lives in its one shared segment (guest address = offset): the ring
- * areas (split or packed, as configured), the indirect tables, the buffer pool, and a control word the driver sets to tell the device to stop.
- * The same layout serves two threads over an arena and two processes over a memfd.
+ * areas (split or packed, as configured), the indirect tables, the buffer pool, and a control word the driver
+ * sets to tell the device to stop. The same layout serves two threads over an arena and two processes over a
+ * memfd.
  */
 public record BenchLayout(BenchConfig cfg, long ringBytes, long indirectBytes, long poolBase, long controlOffset,
                           long totalBytes) {

@@ -94,8 +94,8 @@ public final class BenchCommand implements Callable<Integer> {
     BenchConfig config() {
         try {
             return new BenchConfig(bufs, ringSize, ring, batch, bufSize, chain, indirect, !noEventIdx, inOrder,
-                    delayedInterrupt, barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify, driverCpu,
-                    deviceCpu);
+                    delayedInterrupt, barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify,
+                    driverCpu, deviceCpu);
         } catch (InvalidBenchOptionException e) {
             throw OptionFlags.rejected(spec, e);
         }

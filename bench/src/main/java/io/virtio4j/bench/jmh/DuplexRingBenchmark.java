@@ -28,8 +28,8 @@ import org.openjdk.jmh.infra.Blackhole;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Throughput of one ring (split or packed) with the driver and the device in two threads that busy-poll (never sleep), as
- * {@code virtio4j bench --mode poll} does: cache-line transfers between the CPUs included, so the figure moves
+ * Throughput of one ring (split or packed) with the driver and the device in two threads that busy-poll (never
+ * sleep), as {@code virtio4j bench --mode poll} does: cache-line transfers between the CPUs included, so the figure moves
  * 3-5x with the VM's near/far CPU placement (see docs/measuring.md). Needs two free CPUs.
  *
  * <p>Read the secondary result {@code reaped} (buffers returned to the driver per microsecond), not the primary

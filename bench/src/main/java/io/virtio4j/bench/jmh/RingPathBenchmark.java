@@ -231,8 +231,8 @@ public class RingPathBenchmark {
 
     /**
      * Driver alone on a split ring, reaping what a stand-in device returned. Tokens are only in flight after a
-     * real {@code add}, so the stand-in adds with EAGER publication and no kick (a device may only use published buffers, and the
-     * driver checks that) and writes the used elements and {@code used.idx} directly.
+     * real {@code add}, so the stand-in adds with EAGER publication and no kick (a device may only use published
+     * buffers, and the driver checks that) and writes the used elements and {@code used.idx} directly.
      */
     @State(Scope.Thread)
     public static class ReapState extends RingState {
