@@ -72,6 +72,18 @@ class JcstressSuiteTest {
         assertTrue(p.matcher(KickRaceTest.WeakEventIdx.class.getCanonicalName()).find());
         assertFalse(p.matcher(CallbackRaceTest.WeakEventIdx.class.getCanonicalName()).find());
         assertFalse(p.matcher(KickRaceNegativeControl.WeakEventIdx.class.getCanonicalName()).find());
+
+        // one format only, as jcstress/README.md says
+        Pattern packed = Pattern.compile(JcstressSuite.Suite.RING.filter("Packed"));
+        Pattern split = Pattern.compile(JcstressSuite.Suite.RING.filter("^(?!.*Packed)"));
+        for (Class<?> c : List.of(PackedKickRaceTest.WeakEventIdx.class, PackedUsedPublishTest.Strong.class)) {
+            assertTrue(packed.matcher(c.getCanonicalName()).find(), c.getName());
+            assertFalse(split.matcher(c.getCanonicalName()).find(), c.getName());
+        }
+        for (Class<?> c : List.of(KickRaceTest.WeakEventIdx.class, CallbackRaceTest.StrongFlags.class)) {
+            assertFalse(packed.matcher(c.getCanonicalName()).find(), c.getName());
+            assertTrue(split.matcher(c.getCanonicalName()).find(), c.getName());
+        }
     }
 
     @Test
