@@ -449,10 +449,10 @@ public final class PackedDeviceQueue implements DeviceQueue {
                 slot = 0;
                 wrap = !wrap;
             }
-            // The driver stores the list's later flags before releasing the first one, so the acquire load of the
-            // first orders them: acquire here is not needed for ordering but costs nothing on x86 and keeps one
-            // way of loading ring flags.
-            flags = PackedDescriptors.flagsAcquire(ring, slot);
+            // Plain load: the driver stores a list's later flags (and fields) before it releases the first
+            // descriptor's flags, and our acquire load of those (in pop, the batched check or the re-check of
+            // enable) orders this load after it. A later slot seen not available is then a lie, not a race.
+            flags = PackedDescriptors.flagsPlainLoad(ring, slot);
             if (!PackedLayout.isAvailable(flags, wrap)) {
                 throw breakWith(new IncompleteListException(field(false, slot, "flags"), flags,
                         "the list continues into a slot that is not available (wrap counter " + (wrap ? 1 : 0) + ")"));

@@ -36,8 +36,9 @@ public final class PackedDescriptors {
     }
 
     /**
-     * Plain load of the flags: only for a slot whose publication is already ordered by an acquire load of a later
-     * slot's flags (the driver publishes heads in ring order).
+     * Plain load of the flags: only for a slot whose publication an acquire load already ordered: a later slot of
+     * the same list after its first descriptor's flags, or an earlier head after a later head's flags (the driver
+     * publishes heads in ring order).
      */
     public static int flagsPlainLoad(MemorySegment ring, int slot) {
         return Short.toUnsignedInt(ring.get(Le.U16, (long) DESC_SIZE * slot + DESC_FLAGS));

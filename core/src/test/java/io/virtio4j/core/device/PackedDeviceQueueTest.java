@@ -5,9 +5,10 @@ import io.virtio4j.core.device.PackedHostileRing.Used;
 import io.virtio4j.core.error.InvalidQueueStateException;
 import io.virtio4j.core.layout.EventSuppression;
 import io.virtio4j.core.layout.PackedLayout;
+import io.virtio4j.core.ordering.Ordering;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -113,11 +114,11 @@ class PackedDeviceQueueTest {
      * completed out of order: every buffer comes back exactly once with its id, its length and WRITE exactly when
      * the device wrote, the used bits of the driver's lap, and the CRC of its readable part in its writable one.
      */
-    @ParameterizedTest(name = "size {0}")
-    @ValueSource(ints = {5, 7})
-    void servesMixedBuffersAcrossWrapsOutOfOrder(int size) {
+    @ParameterizedTest(name = "size {0} {1}")
+    @CsvSource({"5, WEAK", "7, WEAK", "7, STRONG"})
+    void servesMixedBuffersAcrossWrapsOutOfOrder(int size, Ordering ordering) {
         Random rnd = new Random(size * 7919L);
-        try (PackedHostileRing ring = new PackedHostileRing(size, options())) {
+        try (PackedHostileRing ring = new PackedHostileRing(size, options().withOrdering(ordering))) {
             ArrayDeque<Integer> freeIds = new ArrayDeque<>();
             for (int i = 0; i < size; i++) {
                 freeIds.add(i);
@@ -263,6 +264,35 @@ class PackedDeviceQueueTest {
             ring.device.pushUsed(2, 16);
             assertThrows(IllegalStateException.class, () -> ring.device.pushUsed(2, 16));
             assertFalse(ring.device.isBroken());
+        }
+    }
+
+    /**
+     * Used descriptors pushed are invisible to the driver until published: the first one's flags are held back
+     * (later ones are already stored, behind it), and one publication makes the whole batch visible.
+     */
+    @Test
+    void pushedDescriptorsAppearWithOnePublication() {
+        try (PackedHostileRing ring = new PackedHostileRing(5, options())) {
+            ring.add(0, w(DATA, 8));
+            ring.add(1, w(DATA + 64, 8));
+            ring.add(2, r(DATA + 128, 8));
+            for (int id = 0; id < 3; id++) {
+                ring.device.pushUsed(ring.device.pop().head(), id == 2 ? 0 : 8);
+            }
+            int avail1 = PackedLayout.availBits(true);
+            assertEquals(avail1 | DESC_F_WRITE, ring.flagsAt(0), "the first is held back");
+            assertTrue(PackedLayout.isUsed(ring.flagsAt(1), true), "later ones are stored when pushed");
+            assertNull(ring.reap(), "the driver polls the first slot only: nothing yet");
+            ring.device.publishUsed();
+            assertEquals(1, ring.device.counters().usedIdxWrites);
+            int used1 = PackedLayout.usedBits(true);
+            assertEquals(new Used(0, 8, used1 | DESC_F_WRITE), ring.reap());
+            assertEquals(new Used(1, 8, used1 | DESC_F_WRITE), ring.reap());
+            assertEquals(new Used(2, 0, used1), ring.reap(), "nothing written: no WRITE");
+            assertNull(ring.reap());
+            ring.device.publishUsed();
+            assertEquals(1, ring.device.counters().usedIdxWrites, "nothing new: no store");
         }
     }
 

@@ -126,6 +126,19 @@ class PackedHostileRingTest {
         assertViolation(ring, InvalidDescriptorIndexException.class, "desc[1].id", 1);
     }
 
+    @Test
+    void idsOfBatchedBuffersAreCheckedOneByOne() {
+        try (PackedHostileRing eight = new PackedHostileRing(8, DeviceOptions.defaults())) {
+            eight.add(0, r(DATA, 8));
+            eight.add(1, r(DATA, 8));
+            eight.add(0, r(DATA, 8)); // id 0 again, in the same cache line: the batched check does not vouch for it
+            eight.add(3, r(DATA, 8));
+            assertEquals(0, eight.device.pop().head());
+            assertEquals(1, eight.device.pop().head());
+            assertViolation(eight, InvalidDescriptorIndexException.class, "desc[2].id", 0);
+        }
+    }
+
     // ---- AVAIL/USED bits ----
 
     @Test
