@@ -69,11 +69,11 @@ import static io.virtio4j.core.layout.PackedLayout.EVENT_F_ENABLE;
  *   the descriptor's other fields, which pop reads as usual, ordered by the re-check's acquire load), and they are
  *   forgotten by {@link #unpop} and {@link #restart}.</li>
  *   <li><b>Batched availability</b>: when the next slot is the first of a 64-byte cache line (4 descriptors, with
- *   the whole line in the ring), pop loads the fourth slot's flags with acquire and, if that buffer is available,
- *   the three before it plainly: the driver publishes heads in ring order, so the fourth being available orders
- *   the three earlier publications before our later loads. When all four are available single-descriptor buffers
- *   (no NEXT, no INDIRECT), their flags are kept and the next four pops read none; otherwise pop loads the next
- *   slot alone, as without the batch. On the used side no separate batch path is needed: every used descriptor
+ *   the whole line in the ring), pop loads the four slots' flags and then takes one acquire fence (DPDK's batched
+ *   dequeue does the same), which orders every later load of those descriptors after the flag loads whatever order
+ *   the driver published the four in. When all four are available single-descriptor buffers (no NEXT, no
+ *   INDIRECT), their flags are kept and the next four pops read none; otherwise pop loads the next slot alone, as
+ *   without the batch. On the used side no separate batch path is needed: every used descriptor
  *   of a batch but the first is stored plainly and the first one's flags are stored last, with one release, so
  *   four (or any number of) pushes publish once.</li>
  * </ul>
@@ -357,30 +357,31 @@ public final class PackedDeviceQueue implements DeviceQueue {
     }
 
     /**
-     * The batched check (see the class javadoc): one acquire load of the last slot of the line, plain loads of the
-     * three before it. Keeps the four flags and returns true only when all four are available single descriptors.
+     * The batched check (see the class javadoc): the four flags of the line loaded, then one acquire fence. Keeps
+     * the four flags and returns true only when all four are available single descriptors.
      */
     private boolean loadBatch(int slot) {
-        int last = PackedDescriptors.flagsAcquire(ring, slot + BATCH - 1);
+        for (int i = 0; i < BATCH; i++) {
+            knownFlags[i] = PackedDescriptors.flagsPlainLoad(ring, slot + i);
+        }
         counters.availIdxReads++;
-        // rmb: the acquire load of the line's last flags orders the loads of the three earlier flags and of all
-        // four descriptors after it. The driver released those three heads before this one, so what we read of
-        // them is at least as new as their publication; without the acquire (or with the loads the other way
-        // round) we could see the fourth buffer published and the others' fields stale.
+        // rmb: the fence orders the four flag loads above before every load of the four descriptors' fields below,
+        // as DPDK's batched dequeue does. An acquire load of one slot alone would not do for every driver: an eager
+        // driver releases each head in ring order (the line's last covers the rest), but a lazy one stores later
+        // heads plainly and releases the first of its batch last (the line's first covers the rest), and a batch
+        // boundary can fall inside the line. Whatever the driver's order, each flag we saw available was stored
+        // after that descriptor's fields, and the fence keeps our field loads after our flag loads. STRONG: a full
+        // fence instead.
         if (strong) {
             VarHandle.fullFence();
+        } else {
+            VarHandle.acquireFence();
         }
-        if (!isSingleAvailable(last)) {
-            return false;
-        }
-        for (int i = 0; i < BATCH - 1; i++) {
-            int f = PackedDescriptors.flagsPlainLoad(ring, slot + i);
-            if (!isSingleAvailable(f)) {
+        for (int i = 0; i < BATCH; i++) {
+            if (!isSingleAvailable(knownFlags[i])) {
                 return false;
             }
-            knownFlags[i] = f;
         }
-        knownFlags[BATCH - 1] = last;
         knownNext = 0;
         knownCount = BATCH;
         return true;
