@@ -105,7 +105,11 @@ public final class PackedDriverQueue implements DriverQueue {
     /** LAZY/ADAPTIVE: ring slot of the first unpublished buffer's head, whose flags are held back; -1 if none. */
     private int heldSlot;
     private int heldFlags;
-    /** Slots added since the last kickPrepare, saturated at the queue size (a whole lap crosses every event). */
+    /**
+     * Slots added since the last kickPrepare, saturated at the queue size: the device's position is never more
+     * than a ring behind ours, so an event it is waiting on lies within the last lap, and a 16-bit distance
+     * cannot overflow however long the driver goes without kicking.
+     */
     private int slotsSinceKick;
     private int adaptiveInterval;
     private int sincePublish;
@@ -432,11 +436,6 @@ public final class PackedDriverQueue implements DriverQueue {
         if ((offWrap & EVENT_OFF_MASK) >= size) {
             throw breakWith(new InvalidEventSuppressionException("deviceEvent.off_wrap", offWrap,
                     "offset " + (offWrap & EVENT_OFF_MASK) + " is outside the ring of " + size + " descriptors"));
-        }
-        if (added >= size) {
-            // A whole lap or more: every slot was made available, so the event's was too (and the wrap bit can
-            // no longer place the event in one lap). A kick too many is harmless; one too few is not.
-            return true;
         }
         return PackedLayout.needEvent(offWrap, size, (nextAvail - added) & 0xFFFF, nextAvail, availWrap);
     }

@@ -409,6 +409,23 @@ class PackedDriverQueueTest {
         }
     }
 
+    @ParameterizedTest(name = "event at slot {0}")
+    @ValueSource(ints = {0, 1, 2, 3})
+    void kickWithDescEventAfterMoreThanALapWithoutKickPrepare(int eventSlot) {
+        try (var d = new PackedDeviceByHand(4, opts())) {
+            // A polling device takes 7 buffers without a kickPrepare: positions 0..6, the driver ends at slot 3
+            // of lap 2 (wrap counter 0). Then the device waits at eventSlot of lap 2.
+            for (int i = 0; i < 7; i++) {
+                d.add(i, 0, 1, 8);
+                d.complete(d.fetch(), 0);
+                assertEquals(i, d.driver.pollUsed());
+            }
+            d.deviceEvent(eventSlot, EVENT_F_DESC);
+            assertEquals(eventSlot < 3, d.driver.kickPrepare(),
+                    "slots 0-2 of lap 2 were made available since, slot 3 not yet");
+        }
+    }
+
     @Test
     void callbacksWithoutEventIdxUseEnableAndDisable() {
         try (var d = new PackedDeviceByHand(8, opts().withEventIdx(false))) {
