@@ -74,10 +74,6 @@ final class PackedDeviceByHand implements AutoCloseable {
         this.driver = new PackedDriverQueue(areas, o, kicks);
     }
 
-    static DriverOptions options() {
-        return DriverOptions.defaults();
-    }
-
     int flags(int slot) {
         return PackedDescriptors.flagsAcquire(areas.descRing(), slot);
     }

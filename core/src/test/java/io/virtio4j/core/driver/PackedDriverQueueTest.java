@@ -6,9 +6,11 @@ import io.virtio4j.core.error.RingFullException;
 import io.virtio4j.core.layout.EventSuppression;
 import io.virtio4j.core.layout.PackedDescriptors;
 import io.virtio4j.core.layout.PackedLayout;
+import io.virtio4j.core.ordering.Ordering;
 import io.virtio4j.core.policy.AvailPublication;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.ValueLayout;
@@ -186,11 +188,11 @@ class PackedDriverQueueTest {
      * many laps: every token comes back exactly once with the length the device wrote, and the slot accounting
      * returns to a full ring.
      */
-    @ParameterizedTest(name = "size {0}")
-    @ValueSource(ints = {5, 7})
-    void nonPowerOfTwoRingsAcrossManyWraps(int size) {
+    @ParameterizedTest(name = "size {0}, {1} ordering")
+    @CsvSource({"5, WEAK", "7, STRONG"})
+    void nonPowerOfTwoRingsAcrossManyWraps(int size, Ordering ordering) {
         Random rnd = new Random(size * 31L);
-        try (var d = new PackedDeviceByHand(size, opts())) {
+        try (var d = new PackedDeviceByHand(size, opts().withOrdering(ordering))) {
             Map<Integer, Integer> tokenOfId = new HashMap<>();
             Map<Integer, Long> expectedLen = new HashMap<>();
             List<Fetched> fetched = new ArrayList<>();
