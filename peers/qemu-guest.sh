@@ -12,7 +12,7 @@
 #         event_idx=0|1 mrg_rxbuf=0|1 features=<the device's negotiated feature bits, bit 0 first>
 #   BACKEND RESULT ...      (with --backend-cmd, the backend's own RESULT line if it printed one)
 #   CHECK ok|FAIL ...       (with --backend-cmd and a RESULT line: guest tx == backend RX, backend TX ==
-#                           guest rx, and guest tx == expected_tx)
+#                           guest rx, guest tx == expected_tx, and with --packed the ring negotiated packed)
 # Exit status: 0 when the guest powered off cleanly and, if there is a CHECK line, it is ok (--check:
 # a CHECK line is required).
 #
@@ -267,7 +267,9 @@ if [ -n "$backend_line" ]; then
   [ "$tx" = "$brx" ] || verdict=FAIL
   [ "$rx" = "$btx" ] || verdict=FAIL
   [ -z "$script" ] && [ "$tx" != "$expected" ] && verdict=FAIL
-  echo "CHECK $verdict guest_tx=$tx backend_rx=$brx backend_tx=$btx guest_rx=$rx expected_tx=$expected"
+  # a packed ring was asked for: the check means nothing if the guest fell back to a split one
+  [ "$packed" = 1 ] && [ "$(bit 34)" != 1 ] && verdict=FAIL
+  echo "CHECK $verdict packed=$(bit 34) guest_tx=$tx backend_rx=$brx backend_tx=$btx guest_rx=$rx expected_tx=$expected"
   [ "$verdict" = ok ] || status=1
 elif [ "$check" = 1 ]; then
   echo "CHECK FAIL no backend RESULT line to compare with"

@@ -64,6 +64,10 @@
 #                         with --packets the default is 0@0,1@1: tx_first makes the main lcore spin)
 #   --file-prefix NAME    EAL --file-prefix (default v4j-vu-PID)
 #   --vdev-args ARGS      extra virtio-user devargs, e.g. packed_vq=1,in_order=1,mrg_rxbuf=0,queue_size=1024
+#   --expect-features L   comma-separated virtio feature bit numbers (e.g. 34,35 for RING_PACKED,IN_ORDER) that
+#                         the backend's RESULT line must show negotiated in its features=0x... field: a
+#                         check of a packed or in-order ring means nothing if the peers fell back without it.
+#                         CHECK is FAIL when a bit is missing or the backend printed no features field
 #   --burst N             burst size (default 32)
 #   --mem MB              EAL memory (default 256)
 #   --connect-timeout S   (default 30)
@@ -78,7 +82,7 @@ set -euo pipefail
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
 sock='' backend_cmd='' backend_cpu=0 check=auto server=0 mode=txonly frame=64 queues=1 nbcores=1 duration=5 packets='' round_frames=0 warmup=1 drain=1
-lcores=0@1,1@1 lcores_set=0 prefix="v4j-vu-$$" vdevargs='' burst=32 mem=256 ctimeout=30 keeplog='' readyfile=''
+expect_features='' lcores=0@1,1@1 lcores_set=0 prefix="v4j-vu-$$" vdevargs='' burst=32 mem=256 ctimeout=30 keeplog='' readyfile=''
 while [ $# -gt 0 ]; do
   case $1 in
     --socket) sock=$2; shift 2 ;;
@@ -98,6 +102,7 @@ while [ $# -gt 0 ]; do
     --lcores) lcores=$2; lcores_set=1; shift 2 ;;
     --file-prefix) prefix=$2; shift 2 ;;
     --vdev-args) vdevargs=$2; shift 2 ;;
+    --expect-features) expect_features=$2; shift 2 ;;
     --burst) burst=$2; shift 2 ;;
     --mem) mem=$2; shift 2 ;;
     --connect-timeout) ctimeout=$2; shift 2 ;;
@@ -270,6 +275,13 @@ if [ -n "$backend_cmd" ]; then
     *) peers_die "bad --check $check" ;;
   esac
   [ -z "$packets" ] || [ "$dtx" = "$packets" ] || verdict=FAIL
-  echo "CHECK $verdict ($check) driver_tx=$dtx backend_rx=$brx backend_tx=$btx driver_rx=$drx"
+  bfeat=$(peers_field features "$bres")
+  for f in ${expect_features//,/ }; do
+    if [ -z "$bfeat" ] || [ $(((bfeat >> f) & 1)) != 1 ]; then
+      verdict=FAIL
+      echo "# feature bit $f was not negotiated (backend features=${bfeat:-none})" >&2
+    fi
+  done
+  echo "CHECK $verdict ($check) driver_tx=$dtx backend_rx=$brx backend_tx=$btx driver_rx=$drx${expect_features:+ features=$bfeat}"
   [ "$verdict" != FAIL ] || exit 1
 fi

@@ -149,8 +149,8 @@ public final class ServeCommand {
             if ("final".equals(what)) {
                 // One machine-readable line in DPDK's naming (RX = what the back-end received from the guest),
                 // as the real-peer scripts in peers/ expect from any back-end.
-                System.out.printf(Locale.ROOT, "RESULT role=virtio4j RX-packets=%d RX-bytes=%d TX-packets=%d TX-bytes=%d RX-dropped=%d%n",
-                        rx, rxBytes, tx, txBytes, drops);
+                System.out.printf(Locale.ROOT, "RESULT role=virtio4j RX-packets=%d RX-bytes=%d TX-packets=%d TX-bytes=%d RX-dropped=%d features=0x%x%n",
+                        rx, rxBytes, tx, txBytes, drops, device.negotiatedFeatures());
             }
             for (int p = 0; p < device.pairs(); p++) {
                 NetStats s = device.stats(p);

@@ -35,6 +35,11 @@ public final class DescriptorChain {
         writableBytes = 0;
     }
 
+    /** Sets the id once it is known: a packed buffer's id is in the last descriptor of its list. */
+    void setHead(int head) {
+        this.head = head;
+    }
+
     void add(MemorySegment seg, long off, long len, boolean writable) {
         region[count] = seg;
         offset[count] = off;
@@ -48,7 +53,7 @@ public final class DescriptorChain {
         }
     }
 
-    /** The head descriptor index: the id to push back as used. */
+    /** The id to push back as used: the head descriptor index (split) or the buffer id (packed). */
     public int head() {
         return head;
     }

@@ -33,9 +33,9 @@ import java.util.concurrent.TimeUnit;
 final class RingPair {
     static final int MAX_ELEM = 192;
 
-    record Shape(int queueSize, int batch, int maxReadable, int maxWritable, boolean indirect, boolean eventIdx,
-                 Ordering ordering, AvailPublication publication, boolean cachedAvail,
-                 NotificationMode driverMode, NotificationMode deviceMode, boolean delayed, long seed) {
+    record Shape(RingFormat format, int queueSize, int batch, int maxReadable, int maxWritable, boolean indirect,
+                 boolean eventIdx, Ordering ordering, AvailPublication publication, boolean cachedAvail,
+                 boolean inOrder, NotificationMode driverMode, NotificationMode deviceMode, boolean delayed, long seed) {
     }
 
     private final Shape shape;
@@ -62,19 +62,19 @@ final class RingPair {
         indirect = shape.indirect() && maxElements >= 2;
         long indirectBytes = indirect ? DriverOptions.indirectTablesBytes(q, maxElements) : 0;
         long pool = (long) q * maxElements * MAX_ELEM;
-        RingSegment ring = RingSegment.allocate(arena, RingFormat.SPLIT, q, 64, indirectBytes + pool);
+        RingSegment ring = RingSegment.allocate(arena, shape.format(), q, 64, indirectBytes + pool);
         mem = ring.segment();
         long ringBytes = ring.dataOffset();
         poolBase = ringBytes + indirectBytes;
         RingAreas areas = ring.areas();
         DriverOptions d = DriverOptions.defaults().withOrdering(shape.ordering()).withEventIdx(shape.eventIdx())
-                .withPublication(shape.publication()).withAdaptiveInterval(1, 16);
+                .withPublication(shape.publication()).withAdaptiveInterval(1, 16).withInOrder(shape.inOrder());
         if (indirect) {
             d = d.withIndirect(mem.asSlice(ringBytes, indirectBytes), ringBytes, maxElements, 2);
         }
         driver = DriverQueue.over(areas, d, kick);
         device = DeviceQueue.over(areas, ring.guestMemory(), new DeviceOptions(shape.ordering(),
-                shape.eventIdx(), indirect, shape.cachedAvail(), false), call);
+                shape.eventIdx(), indirect, shape.cachedAvail(), shape.inOrder()), call);
     }
 
     /** Runs to completion; returns null on success or a description of what went wrong. */

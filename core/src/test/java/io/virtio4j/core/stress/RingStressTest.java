@@ -3,7 +3,10 @@ package io.virtio4j.core.stress;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.ordering.Ordering;
+import io.virtio4j.core.layout.RingFormat;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.Arena;
 import java.util.SplittableRandom;
@@ -27,34 +30,37 @@ class RingStressTest {
         SplittableRandom rnd = new SplittableRandom(master);
         NotificationMode[] modes = NotificationMode.values();
         for (int i = 0; i < iterations; i++) {
-            int q = 1 << rnd.nextInt(11); // 1 .. 1024
-            RingPair.Shape shape = new RingPair.Shape(q, 1 + rnd.nextInt(2 * q), rnd.nextInt(4), rnd.nextInt(4),
+            RingFormat format = RingFormat.values()[rnd.nextInt(2)];
+            // a packed ring's size need not be a power of two
+            int q = format == RingFormat.SPLIT ? 1 << rnd.nextInt(11) : 1 + rnd.nextInt(1024);
+            int readable = rnd.nextInt(4);
+            int writable = rnd.nextInt(4);
+            if (readable + writable == 0) {
+                readable = writable = 1;
+            }
+            RingPair.Shape shape = new RingPair.Shape(format, q, 1 + rnd.nextInt(2 * q), readable, writable,
                     rnd.nextBoolean(), rnd.nextBoolean(),
                     Ordering.values()[rnd.nextInt(2)], AvailPublication.values()[rnd.nextInt(3)], rnd.nextBoolean(),
-                    modes[rnd.nextInt(3)], modes[rnd.nextInt(3)], rnd.nextBoolean(), rnd.nextLong());
-            if (shape.maxReadable() + shape.maxWritable() == 0) {
-                shape = new RingPair.Shape(q, shape.batch(), 1, 1, shape.indirect(), shape.eventIdx(), shape.ordering(),
-                        shape.publication(), shape.cachedAvail(), shape.driverMode(), shape.deviceMode(), shape.delayed(),
-                        shape.seed());
-            }
+                    rnd.nextBoolean(), modes[rnd.nextInt(3)], modes[rnd.nextInt(3)], rnd.nextBoolean(), rnd.nextLong());
             try (Arena arena = Arena.ofShared()) {
                 RingPair pair = new RingPair(shape, 20_000, STALL_NANOS, arena);
                 String failure = pair.run(TimeUnit.SECONDS.toMillis(120));
-                assertNull(failure, "iteration " + i + " of master seed " + master);
+                assertNull(failure, "iteration " + i + " of master seed " + master + ": " + shape);
                 assertEquals(20_000, pair.completed, "iteration " + i);
             }
         }
     }
 
-    @Test
-    void interruptDrivenModeLosesNoNotificationOverMillionsOfBuffers() throws InterruptedException {
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void interruptDrivenModeLosesNoNotificationOverMillionsOfBuffers(RingFormat format) throws InterruptedException {
         for (boolean eventIdx : new boolean[] {true, false}) {
-            RingPair.Shape shape = new RingPair.Shape(256, 4, 1, 0, false, eventIdx, Ordering.WEAK,
-                    AvailPublication.EAGER, true, NotificationMode.NOTIFY, NotificationMode.NOTIFY, false, 42);
+            RingPair.Shape shape = new RingPair.Shape(format, 256, 4, 1, 0, false, eventIdx, Ordering.WEAK,
+                    AvailPublication.EAGER, true, false, NotificationMode.NOTIFY, NotificationMode.NOTIFY, false, 42);
             try (Arena arena = Arena.ofShared()) {
                 RingPair pair = new RingPair(shape, 1_000_000, STALL_NANOS, arena);
                 String failure = pair.run(TimeUnit.MINUTES.toMillis(5));
-                assertNull(failure, "event-idx " + eventIdx);
+                assertNull(failure, format + " event-idx " + eventIdx);
                 assertEquals(1_000_000, pair.completed);
             }
         }

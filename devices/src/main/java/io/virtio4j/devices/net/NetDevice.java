@@ -108,6 +108,7 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
     /** Tap mode: one port per queue pair. */
     private final FramePort[] ports;
     private final boolean ownsPorts;
+    private volatile long negotiated;
 
     /** A device as {@code options} say; in tap mode it opens (or creates) the tap now. */
     public NetDevice(Options options) {
@@ -171,7 +172,20 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
                 | VirtioFeatures.bit(NetFeatures.STATUS)
                 | VirtioFeatures.bit(NetFeatures.MTU)
                 | VirtioFeatures.bit(NetFeatures.CTRL_VQ)
+                | VirtioFeatures.bit(VirtioFeatures.RING_PACKED)
+                | VirtioFeatures.bit(VirtioFeatures.IN_ORDER)
                 | (options.pairs() > 1 ? VirtioFeatures.bit(NetFeatures.MQ) : 0);
+    }
+
+    /** Remembers the latest negotiation, for {@link #negotiatedFeatures()}. */
+    @Override
+    public void featuresNegotiated(long features) {
+        negotiated = features;
+    }
+
+    /** The virtio features the front-end last set (SET_FEATURES), 0 before any; readable from any thread. */
+    public long negotiatedFeatures() {
+        return negotiated;
     }
 
     @Override

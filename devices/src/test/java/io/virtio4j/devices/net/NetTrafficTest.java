@@ -1,5 +1,7 @@
 package io.virtio4j.devices.net;
 
+import io.virtio4j.core.device.QueueState;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.GuestTraffic.RxFrame;
 import io.virtio4j.devices.net.driver.NetDriver;
@@ -100,9 +102,17 @@ class NetTrafficTest {
         return bytes;
     }
 
-    /** Statistics after stopping the pair's rings (GET_VRING_BASE): the worker has finished counting. */
-    static NetStats stopAndStats(NetBackend backend, NetDriver g, int pair, int expectedTxBase) {
-        assertEquals(expectedTxBase & 0xFFFF, g.frontend().getVringBase(2 * pair + 1),
+    /**
+     * Statistics after stopping the pair's rings (GET_VRING_BASE): the worker has finished counting. The transmit
+     * ring's base must say that {@code txBuffers} one-slot buffers went through it.
+     */
+    static NetStats stopAndStats(NetBackend backend, NetDriver g, int pair, int txBuffers) {
+        int qs = g.config().queueSize();
+        // Split: the free-running avail index. Packed: both positions and wrap counters after txBuffers slots.
+        long expected = g.config().format() == RingFormat.SPLIT ? txBuffers & 0xFFFF
+                : new QueueState(txBuffers % qs, (txBuffers / qs) % 2 == 0, txBuffers % qs, (txBuffers / qs) % 2 == 0)
+                        .toPackedBase();
+        assertEquals(expected, g.frontend().getVringBase(2 * pair + 1),
                 "GET_VRING_BASE of transmit ring " + (2 * pair + 1));
         g.frontend().getVringBase(2 * pair);
         return backend.device().stats(pair);
@@ -131,11 +141,35 @@ class NetTrafficTest {
         });
     }
 
-    @Test
-    void macswapReturnsEveryFrameWithTheMacsSwapped() {
+    /** The ring formats and IN_ORDER, each test's traffic runs over every combination. */
+    enum Rings {
+        SPLIT(RingFormat.SPLIT, false, 256),
+        SPLIT_IN_ORDER(RingFormat.SPLIT, true, 256),
+        // a packed ring's size need not be a power of two: an odd one wraps at places a split ring never does
+        PACKED(RingFormat.PACKED, false, 250),
+        PACKED_IN_ORDER(RingFormat.PACKED, true, 250);
+
+        final RingFormat format;
+        final boolean inOrder;
+        final int queueSize;
+
+        Rings(RingFormat format, boolean inOrder, int queueSize) {
+            this.format = format;
+            this.inOrder = inOrder;
+            this.queueSize = queueSize;
+        }
+
+        NetDriver.Config config() {
+            return NetDriver.Config.defaults().withFormat(format).withInOrder(inOrder).withQueueSize(queueSize);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Rings.class)
+    void macswapReturnsEveryFrameWithTheMacsSwapped(Rings rings) {
         withBackend(NetBackend.options(1, NetMode.MACSWAP, NotificationMode.NOTIFY), backend -> {
             // Header and frame in two descriptors, which go through an indirect table.
-            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withTxSegments(2))) {
+            try (NetDriver g = connect(backend.path(), rings.config().withTxSegments(2))) {
                 int frames = 5_000;
                 long bytes = echoAndCheck(g, 0, frames, 100, 0, true, new Random(2));
                 assertStats(stopAndStats(backend, g, 0, frames), frames, bytes, frames, bytes);
@@ -143,10 +177,11 @@ class NetTrafficTest {
         });
     }
 
-    @Test
-    void macswapWithoutMergedBuffersOrEventIdx() {
+    @ParameterizedTest
+    @EnumSource(Rings.class)
+    void macswapWithoutMergedBuffersOrEventIdx(Rings rings) {
         withBackend(NetBackend.options(1, NetMode.MACSWAP, NotificationMode.NOTIFY), backend -> {
-            NetDriver.Config c = NetDriver.Config.defaults().withMergeable(false).withEventIdx(false).withIndirect(false);
+            NetDriver.Config c = rings.config().withMergeable(false).withEventIdx(false).withIndirect(false);
             try (NetDriver g = connect(backend.path(), c)) {
                 int frames = 2_000;
                 long bytes = echoAndCheck(g, 0, frames, 100, 0, true, new Random(3));
@@ -170,10 +205,11 @@ class NetTrafficTest {
         });
     }
 
-    @Test
-    void loopbackSpreadsLargeFramesOverMergedReceiveBuffers() {
+    @ParameterizedTest
+    @EnumSource(Rings.class)
+    void loopbackSpreadsLargeFramesOverMergedReceiveBuffers(Rings rings) {
         withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withRxBufferSize(256))) {
+            try (NetDriver g = connect(backend.path(), rings.config().withRxBufferSize(256))) {
                 assertEquals(6, g.config().buffersFor(1500));
                 Random rnd = new Random(4);
                 long bytes = echoAndCheck(g, 0, 2_000, 32, 1500, false, rnd);
@@ -183,10 +219,11 @@ class NetTrafficTest {
         });
     }
 
-    @Test
-    void twoQueuePairsCarryTheirOwnTraffic() {
+    @ParameterizedTest
+    @EnumSource(Rings.class)
+    void twoQueuePairsCarryTheirOwnTraffic(Rings rings) {
         withBackend(NetBackend.options(2, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
-            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withPairs(2))) {
+            try (NetDriver g = connect(backend.path(), rings.config().withPairs(2))) {
                 Random rnd = new Random(5);
                 long[] bytes = new long[2];
                 int[] frames = {3_000, 2_000};

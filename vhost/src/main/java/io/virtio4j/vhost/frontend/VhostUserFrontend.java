@@ -234,16 +234,18 @@ public final class VhostUserFrontend implements AutoCloseable {
         request(Request.SET_VRING_NUM, new VringState(index, num).encode());
     }
 
-    public void setVringBase(int index, int base) {
+    /** Where the ring resumes: a split ring's avail index, or a packed ring's positions and wrap counters. */
+    public void setVringBase(int index, long base) {
         request(Request.SET_VRING_BASE, new VringState(index, base).encode());
     }
 
-    public int getVringBase(int index) {
+    /** Stops the ring; answers where it would resume (encoded as for {@link #setVringBase}). */
+    public long getVringBase(int index) {
         VringState s = request(Request.GET_VRING_BASE, new VringState(index, 0).encode()).decode(VringState::decode);
         if (s.index() != index) {
             throw new VhostUserRequestFailedException("GET_VRING_BASE of ring " + index + " answered for ring " + s.index());
         }
-        return (int) s.num();
+        return s.num();
     }
 
     /** Ring addresses in the front-end's virtual address space. */

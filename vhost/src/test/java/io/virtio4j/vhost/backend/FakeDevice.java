@@ -8,13 +8,14 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
- * A device that processes nothing: it offers VERSION_1 and EVENT_IDX, MQ and CONFIG, has {@code queues} queues and
+ * A device that processes nothing: it offers VERSION_1, EVENT_IDX and RING_PACKED, MQ and CONFIG, has {@code queues} queues and
  * records calls. Like a real device it watches a started ring's kick in an epoll set (registered and let go at
  * once), so a kick epoll cannot watch fails the start as it would in a real one. {@link #failStops} makes
  * {@link #stopQueue} throw, as a device with a bug would.
  */
 final class FakeDevice implements VirtioDevice {
-    static final long FEATURES = VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX);
+    static final long FEATURES = VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX)
+            | VirtioFeatures.bit(VirtioFeatures.RING_PACKED);
     static final long PROTOCOL_FEATURES = ProtocolFeatures.bit(ProtocolFeatures.MQ) | ProtocolFeatures.bit(ProtocolFeatures.CONFIG);
 
     private final int queues;

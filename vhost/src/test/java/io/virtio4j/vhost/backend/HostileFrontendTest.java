@@ -65,6 +65,7 @@ class HostileFrontendTest {
     private static final Duration WATCHDOG = Duration.ofSeconds(30);
     private static final long BIT30 = bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
     private static final long OFFERED = FakeDevice.FEATURES | BIT30;
+    private static final long PACKED = io.virtio4j.core.feature.VirtioFeatures.bit(io.virtio4j.core.feature.VirtioFeatures.RING_PACKED);
     private static final int V = ProtocolFeatures.VERSION;
     private static final int NEED = ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_NEED_REPLY;
     private static final long PROTOCOL = bit(ProtocolFeatures.MQ) | bit(ProtocolFeatures.CONFIG)
@@ -99,9 +100,14 @@ class HostileFrontendTest {
      * answered and that every descriptor opened meanwhile (here or in the back-end) is closed again.
      */
     private void attack(boolean replyAck, ThrowingConsumer<VhostUserFrontend> attack) {
+        attack(replyAck, OFFERED & ~PACKED, attack);
+    }
+
+    /** The same, with these virtio {@code features} negotiated (split rings unless they hold RING_PACKED). */
+    private void attack(boolean replyAck, long features, ThrowingConsumer<VhostUserFrontend> attack) {
         Map<Integer, String> fds = OpenFds.snapshot(); // the listening socket, and the test's own memfds and eventfds
         assertTimeoutPreemptively(WATCHDOG, () -> {
-            try (VhostUserFrontend fe = negotiated(replyAck)) {
+            try (VhostUserFrontend fe = negotiated(replyAck, features)) {
                 attack.accept(fe);
             }
             server.assertServing();
@@ -110,11 +116,11 @@ class HostileFrontendTest {
         OpenFds.assertBackTo(fds);
     }
 
-    private VhostUserFrontend negotiated(boolean replyAck) {
+    private VhostUserFrontend negotiated(boolean replyAck, long features) {
         VhostUserFrontend fe = server.connect();
         try {
             assertEquals(OFFERED, fe.getFeatures());
-            fe.setFeatures(OFFERED);
+            fe.setFeatures(features);
             assertEquals(ProtocolFeatures.SESSION | FakeDevice.PROTOCOL_FEATURES, fe.getProtocolFeatures());
             fe.setProtocolFeatures(PROTOCOL | (replyAck ? bit(ProtocolFeatures.REPLY_ACK) : 0));
             fe.setOwner();
@@ -664,6 +670,126 @@ class HostileFrontendTest {
                 fe.addMemReg(new VhostUserFrontend.Region(MEM, MEM, USER + MEM, 0, b));
             });
         }
+    }
+
+    // ---- packed rings (VIRTIO_F_RING_PACKED negotiated) ----
+
+    /** A packed ring's size need not be a power of two, but it still has bounds; a split ring's must be one. */
+    @Test
+    void packedQueueSizesAreCheckedAgainstTheirOwnRule() {
+        attack(true, OFFERED, fe -> {
+            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(0, 250));
+            expectSuccessAck(fe, Request.SET_VRING_NUM.code());
+            for (int bad : new int[] {0, 32769}) {
+                fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(0, bad));
+                expectFailureAck(fe, Request.SET_VRING_NUM.code());
+            }
+        });
+        attack(true, fe -> {
+            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(0, 250));
+            expectFailureAck(fe, Request.SET_VRING_NUM.code());
+        });
+    }
+
+    /**
+     * A packed ring's event suppression areas (in SET_VRING_ADDR's avail and used fields) outside every region: the
+     * ring does not start and the request that would start it fails; corrected, it starts.
+     */
+    @ParameterizedTest(name = "device area outside: {0}")
+    @ValueSource(booleans = {false, true})
+    void packedEventAreaOutsideEveryRegionFails(boolean deviceArea) {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, OFFERED, fe -> {
+                fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
+                fe.setVringNum(0, 250);
+                fe.setVringCall(0, call);
+                fe.setVringKick(0, kick);
+                long outside = USER + MEM;
+                fe.sendRaw(Request.SET_VRING_ADDR.code(), NEED, vringAddr(0, USER,
+                        deviceArea ? outside : USER + 8192, deviceArea ? USER + 4096 : outside));
+                expectSuccessAck(fe, Request.SET_VRING_ADDR.code());
+                fe.sendRaw(Request.SET_VRING_ENABLE.code(), NEED, state(0, 1));
+                expectFailureAck(fe, Request.SET_VRING_ENABLE.code());
+                assertFalse(server.device.calls.contains("start 0"), "ring 0 was started: " + server.device.calls);
+                // a 4-byte area straddling the region's end is outside too
+                fe.setVringAddr(0, USER, deviceArea ? USER + MEM - 2 : USER + 8192, deviceArea ? USER + 4096 : USER + MEM - 2);
+                fe.sendRaw(Request.SET_VRING_ENABLE.code(), NEED, state(0, 1));
+                expectFailureAck(fe, Request.SET_VRING_ENABLE.code());
+                assertFalse(server.device.calls.contains("start 0"), "ring 0 was started: " + server.device.calls);
+                fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+                fe.setVringKick(0, kick);
+                assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
+            });
+        }
+    }
+
+    /** A packed ring's base carries both positions and wrap counters, and comes back as it went in. */
+    @Test
+    void packedBaseComesBackWithItsWrapCounters() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, OFFERED, fe -> {
+                fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
+                fe.setVringNum(0, 250);
+                // next avail 5 in lap 0, next used 3 in lap 0: two buffers were in flight when the ring stopped
+                long base = 5 | (3L << 16);
+                fe.setVringBase(0, base);
+                fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+                fe.setVringCall(0, call);
+                fe.setVringKick(0, kick);
+                fe.setVringEnable(0, true);
+                assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
+                assertEquals(base, fe.getVringBase(0));
+            });
+        }
+    }
+
+    /**
+     * DPDK's virtio-user sends only the avail half of a packed base (0x8000 for a fresh ring): the used half is taken
+     * equal to it, as DPDK's back-end does, and the base comes back whole.
+     */
+    @Test
+    void packedBaseWithOnlyItsAvailHalfResumesWithNothingInFlight() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, OFFERED, fe -> {
+                fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
+                fe.setVringNum(0, 250);
+                fe.setVringBase(0, 0x8000);
+                fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+                fe.setVringCall(0, call);
+                fe.setVringKick(0, kick);
+                fe.setVringEnable(0, true);
+                assertTrue(server.device.calls.contains("start 0"), "ring 0 not started: " + server.device.calls);
+                assertEquals(0x8000_8000L, fe.getVringBase(0));
+            });
+        }
+    }
+
+    /** A packed base whose position lies beyond the ring, or that has more in flight than the ring holds, is refused. */
+    @ParameterizedTest(name = "base 0x{0}")
+    @ValueSource(longs = {0x8000_80FAL, 0x80FA_8000L, 0x8000_0005L})
+    void packedBaseThatDoesNotFitTheRingIsRefused(long base) {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            attack(true, OFFERED, fe -> {
+                fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
+                fe.setVringNum(0, 250);
+                fe.setVringBase(0, base);
+                fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+                fe.setVringCall(0, call);
+                fe.setVringKick(0, kick);
+                fe.sendRaw(Request.SET_VRING_ENABLE.code(), NEED, state(0, 1));
+                expectFailureAck(fe, Request.SET_VRING_ENABLE.code());
+                assertFalse(server.device.calls.contains("start 0"), "ring 0 was started: " + server.device.calls);
+            });
+        }
+    }
+
+    /** A split ring's base is a 16-bit index: a larger value is refused. */
+    @Test
+    void splitBaseBeyondSixteenBitsIsRefused() {
+        attack(true, fe -> {
+            fe.sendRaw(Request.SET_VRING_BASE.code(), NEED, state(0, 0x1_0000));
+            expectFailureAck(fe, Request.SET_VRING_BASE.code());
+        });
     }
 
     /** Ring 0 over {@code mem}, started with {@code kick}. */

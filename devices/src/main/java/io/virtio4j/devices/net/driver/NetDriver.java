@@ -4,6 +4,10 @@ import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.SplitLayout;
+import io.virtio4j.core.device.QueueState;
+import io.virtio4j.core.layout.PackedRingAreas;
+import io.virtio4j.core.layout.RingAreas;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.devices.net.NetFeatures;
@@ -69,12 +73,17 @@ public final class NetDriver implements AutoCloseable {
      *                      driver polls for used buffers
      * @param guestPhysBase guest-physical address of the start of guest memory (what descriptors hold)
      * @param userBase      front-end virtual address of the start of guest memory (what SET_VRING_ADDR holds)
+     * @param format        split or packed rings (VIRTIO_F_RING_PACKED)
+     * @param inOrder       VIRTIO_F_IN_ORDER
      */
     public record Config(int pairs, int queueSize, int rxBufferSize, boolean mergeable, boolean eventIdx,
                          boolean indirect, int txSegments, boolean replyAck, boolean enableRings, boolean eventFds,
-                         long guestPhysBase, long userBase) {
+                         long guestPhysBase, long userBase, RingFormat format, boolean inOrder) {
         public Config {
-            if (pairs < 1 || pairs > 0x8000 || !SplitLayout.isValidQueueSize(queueSize)
+            if (format == null) {
+                throw new IllegalArgumentException("a ring format is required");
+            }
+            if (pairs < 1 || pairs > 0x8000 || !format.isValidQueueSize(queueSize)
                     || rxBufferSize < NetFeatures.HDR_LEN + 14 || (txSegments != 1 && txSegments != 2)) {
                 throw new IllegalArgumentException("bad driver config: " + pairs + " pairs, queue size " + queueSize
                         + ", receive buffers of " + rxBufferSize + " bytes, " + txSegments + " transmit segments");
@@ -91,52 +100,69 @@ public final class NetDriver implements AutoCloseable {
          * address 0x7000_0000_0000 (different on purpose).
          */
         public static Config defaults() {
-            return new Config(1, 256, 2048, true, true, true, 1, true, true, true, 0, 0x7000_0000_0000L);
+            return new Config(1, 256, 2048, true, true, true, 1, true, true, true, 0, 0x7000_0000_0000L, RingFormat.SPLIT,
+                    false);
         }
 
         public Config withPairs(int v) {
             return new Config(v, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
         }
 
         public Config withRxBufferSize(int v) {
             return new Config(pairs, queueSize, v, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
         }
 
         public Config withMergeable(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, v, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
         }
 
         public Config withEventIdx(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, v, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
         }
 
         public Config withIndirect(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, v, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
         }
 
         public Config withTxSegments(int v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, v, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
         }
 
         public Config withEnableRings(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    v, eventFds, guestPhysBase, userBase);
+                    v, eventFds, guestPhysBase, userBase, format, inOrder);
         }
 
         public Config withEventFds(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, v, guestPhysBase, userBase);
+                    enableRings, v, guestPhysBase, userBase, format, inOrder);
         }
 
         public Config withBases(long guestPhys, long user) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhys, user);
+                    enableRings, eventFds, guestPhys, user, format, inOrder);
+        }
+
+        /** Split or packed rings; a packed ring's size need not be a power of two. */
+        public Config withFormat(RingFormat v) {
+            return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
+                    enableRings, eventFds, guestPhysBase, userBase, v, inOrder);
+        }
+
+        public Config withInOrder(boolean v) {
+            return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
+                    enableRings, eventFds, guestPhysBase, userBase, format, v);
+        }
+
+        public Config withQueueSize(int v) {
+            return new Config(pairs, v, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
         }
 
         /** Virtio feature bits the driver acks (the front-end adds bit 30, VHOST_USER_F_PROTOCOL_FEATURES). */
@@ -145,7 +171,9 @@ public final class NetDriver implements AutoCloseable {
                     | (eventIdx ? VirtioFeatures.bit(VirtioFeatures.EVENT_IDX) : 0)
                     | (indirect ? VirtioFeatures.bit(VirtioFeatures.INDIRECT_DESC) : 0)
                     | (mergeable ? VirtioFeatures.bit(NetFeatures.MRG_RXBUF) : 0)
-                    | (pairs > 1 ? VirtioFeatures.bit(NetFeatures.MQ) : 0);
+                    | (pairs > 1 ? VirtioFeatures.bit(NetFeatures.MQ) : 0)
+                    | (format == RingFormat.PACKED ? VirtioFeatures.bit(VirtioFeatures.RING_PACKED) : 0)
+                    | (inOrder ? VirtioFeatures.bit(VirtioFeatures.IN_ORDER) : 0);
         }
 
         /**
@@ -182,7 +210,7 @@ public final class NetDriver implements AutoCloseable {
     /** One ring as the driver drives it. */
     private final class Ring {
         final int index;
-        final SplitRingAreas areas;
+        final RingAreas areas;
         final DriverQueue queue;
         final EventFdNotifier kick = new EventFdNotifier();
         final EventFdNotifier call = new EventFdNotifier();
@@ -202,7 +230,7 @@ public final class NetDriver implements AutoCloseable {
         Ring(int index, long areaOffset, long pool, int slotSize, long indirectOffset, MemorySegment staging) {
             this.index = index;
             int qs = config.queueSize();
-            this.areas = SplitRingAreas.carve(memory.asSlice(areaOffset, SplitRingAreas.contiguousBytes(qs)), qs);
+            this.areas = config.format().carve(memory.asSlice(areaOffset, config.format().contiguousBytes(qs)), qs);
             this.pool = pool;
             this.slotSize = slotSize;
             this.staging = staging;
@@ -285,7 +313,7 @@ public final class NetDriver implements AutoCloseable {
     private NetDriver(Config config) {
         this.config = config;
         int qs = config.queueSize();
-        long ringBytes = SplitLayout.roundUp(SplitRingAreas.contiguousBytes(qs), PAGE);
+        long ringBytes = SplitLayout.roundUp(config.format().contiguousBytes(qs), PAGE);
         long indirectBytes = config.indirect() ? SplitLayout.roundUp(DriverOptions.indirectTablesBytes(qs, 2), PAGE) : 0;
         long rxPool = SplitLayout.roundUp((long) qs * config.rxBufferSize(), PAGE);
         long txPool = SplitLayout.roundUp((long) qs * TX_SLOT, PAGE);
@@ -340,8 +368,9 @@ public final class NetDriver implements AutoCloseable {
             d.negotiate();
             d.frontend.setMemTable(List.of(d.region()));
             for (Ring r : d.rings) {
-                d.setUpRing(r.index, 0);
+                d.setUpRing(r.index, d.initialBase());
             }
+            d.driverOk();
             return d;
         } catch (RuntimeException | Error e) {
             d.close();
@@ -372,15 +401,27 @@ public final class NetDriver implements AutoCloseable {
     }
 
     /**
+     * The SET_VRING_BASE value of a ring that starts afresh: avail index 0 for split; for packed both positions 0
+     * with both wrap counters 1 (vhost-user's packed encoding, as QEMU sends it).
+     */
+    public long initialBase() {
+        return config.format() == RingFormat.PACKED ? QueueState.INITIAL.toPackedBase() : 0;
+    }
+
+    /**
      * SET_VRING_NUM, _BASE ({@code base}), _ADDR (front-end virtual addresses), _KICK, _CALL and, if
      * {@link Config#enableRings()}, _ENABLE for ring {@code ring}.
      */
-    public void setUpRing(int ring, int base) {
+    public void setUpRing(int ring, long base) {
         Ring r = rings.get(ring);
         VhostUserFrontend fe = frontend();
         fe.setVringNum(ring, config.queueSize());
         fe.setVringBase(ring, base);
-        fe.setVringAddr(ring, r.user(r.areas.descTable()), r.user(r.areas.usedRing()), r.user(r.areas.availRing()));
+        switch (r.areas) {
+            case SplitRingAreas a -> fe.setVringAddr(ring, r.user(a.descTable()), r.user(a.usedRing()), r.user(a.availRing()));
+            // a packed ring's areas travel in the split fields: the device area as "used", the driver area as "avail"
+            case PackedRingAreas a -> fe.setVringAddr(ring, r.user(a.descRing()), r.user(a.deviceEvent()), r.user(a.driverEvent()));
+        }
         fe.setVringKick(ring, config.eventFds() ? r.kick.eventFd() : null);
         fe.setVringCall(ring, config.eventFds() ? r.call.eventFd() : null);
         if (config.enableRings()) {
@@ -412,7 +453,21 @@ public final class NetDriver implements AutoCloseable {
         frontend().setFeatures(negotiated);
         frontend().setMemTable(List.of(region()));
         for (Ring r : rings) {
-            setUpRing(r.index, 0);
+            setUpRing(r.index, initialBase());
+        }
+        driverOk();
+    }
+
+    /** Device status bits (virtio 1.x 2.1): ACKNOWLEDGE, DRIVER, FEATURES_OK, DRIVER_OK. */
+    private static final int STATUS_DRIVER_OK = 0x1 | 0x2 | 0x8 | 0x4;
+
+    /**
+     * Tells the back-end the driver is ready (SET_STATUS with DRIVER_OK) when STATUS was negotiated, as QEMU does
+     * once the rings are set up: DPDK's back-end, for one, does not start a device before it sees DRIVER_OK.
+     */
+    private void driverOk() {
+        if ((negotiatedProtocol & bit(ProtocolFeatures.STATUS)) != 0) {
+            frontend().setStatus(STATUS_DRIVER_OK);
         }
     }
 
