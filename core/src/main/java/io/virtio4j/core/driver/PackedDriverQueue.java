@@ -1,13 +1,12 @@
 package io.virtio4j.core.driver;
 
 import io.virtio4j.core.error.IndexJumpException;
-import io.virtio4j.core.error.InvalidEventSuppressionException;
 import io.virtio4j.core.error.InvalidUsedIdException;
 import io.virtio4j.core.error.QueueBrokenException;
+import io.virtio4j.core.error.ReservedEventModeException;
 import io.virtio4j.core.error.RingFullException;
 import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.error.UsedLengthTooLargeException;
-import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.layout.EventSuppression;
 import io.virtio4j.core.layout.PackedDescriptors;
 import io.virtio4j.core.layout.PackedLayout;
@@ -28,7 +27,6 @@ import static io.virtio4j.core.layout.PackedLayout.DESC_SIZE;
 import static io.virtio4j.core.layout.PackedLayout.EVENT_F_DESC;
 import static io.virtio4j.core.layout.PackedLayout.EVENT_F_DISABLE;
 import static io.virtio4j.core.layout.PackedLayout.EVENT_F_ENABLE;
-import static io.virtio4j.core.layout.PackedLayout.EVENT_OFF_MASK;
 import static io.virtio4j.core.layout.PackedLayout.EVENT_WRAP_BIT;
 
 /**
@@ -296,7 +294,8 @@ public final class PackedDriverQueue implements DriverQueue {
             long tableOffset = (long) id * indirectMaxElements * DESC_SIZE;
             for (int i = 0; i < elements; i++) {
                 boolean w = sg.isWritable(i);
-                Descriptors.write(indirectTables, tableOffset, i, sg.addr(i), sg.len(i), w ? DESC_F_WRITE : 0, 0);
+                PackedDescriptors.indirectWrite(indirectTables, tableOffset, i, sg.addr(i), sg.len(i),
+                        w ? DESC_F_WRITE : 0);
                 if (w) {
                     writable += Integer.toUnsignedLong(sg.len(i));
                 }
@@ -413,8 +412,8 @@ public final class PackedDriverQueue implements DriverQueue {
             case EVENT_F_ENABLE -> true;
             case EVENT_F_DISABLE -> false;
             case EVENT_F_DESC -> descEventCrossed(EventSuppression.offWrap(word), added);
-            default -> throw breakWith(new InvalidEventSuppressionException("deviceEvent.flags", word >>> 16,
-                    "event mode " + mode + " is reserved"));
+            default -> throw breakWith(new ReservedEventModeException("deviceEvent.flags", word >>> 16,
+                    "event suppression mode 3 is reserved"));
         };
         if (needKick) {
             adaptiveInterval = adaptiveMin;
@@ -427,15 +426,14 @@ public final class PackedDriverQueue implements DriverQueue {
         return needKick;
     }
 
-    /** Whether the {@code added} slots just made available cross the descriptor the device asked about. */
+    /**
+     * DESC: whether the {@code added} slots just made available include the one the device asked about. Without
+     * EVENT_IDX a DESC mode is out of spec; it is read as ENABLE (as the packed device reads the driver's), since a
+     * kick too many costs the device a wake-up while a missed one can hang the queue.
+     */
     private boolean descEventCrossed(int offWrap, int added) {
         if (!eventIdx) {
-            throw breakWith(new InvalidEventSuppressionException("deviceEvent.flags", EVENT_F_DESC,
-                    "DESC mode without VIRTIO_F_EVENT_IDX"));
-        }
-        if ((offWrap & EVENT_OFF_MASK) >= size) {
-            throw breakWith(new InvalidEventSuppressionException("deviceEvent.off_wrap", offWrap,
-                    "offset " + (offWrap & EVENT_OFF_MASK) + " is outside the ring of " + size + " descriptors"));
+            return true;
         }
         return PackedLayout.needEvent(offWrap, size, (nextAvail - added) & 0xFFFF, nextAvail, availWrap);
     }

@@ -2,7 +2,6 @@ package io.virtio4j.core.driver;
 
 import io.virtio4j.core.RingTestSupport;
 import io.virtio4j.core.RingTestSupport.CountingNotifier;
-import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.layout.EventSuppression;
 import io.virtio4j.core.layout.PackedDescriptors;
 import io.virtio4j.core.layout.PackedLayout;
@@ -10,6 +9,8 @@ import io.virtio4j.core.layout.PackedRingAreas;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -24,6 +25,7 @@ import static io.virtio4j.core.layout.PackedLayout.DESC_F_WRITE;
  */
 final class PackedDeviceByHand implements AutoCloseable {
     static final long TABLES_GUEST = 0x10_0000;
+    private static final ValueLayout.OfShort ID = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /** One element of a fetched buffer. */
     record Element(long addr, long len, boolean writable) {
@@ -106,11 +108,13 @@ final class PackedDeviceByHand implements AutoCloseable {
                 long off = PackedDescriptors.addr(ring, slot) - TABLES_GUEST;
                 int n = (int) (PackedDescriptors.len(ring, slot) / 16);
                 for (int i = 0; i < n; i++) {
-                    if (Descriptors.next(tables, off, i) != 0) {
-                        throw new AssertionError("indirect entry " + i + " has next != 0");
+                    // A packed table entry is a packed descriptor: flags at byte 14, the id (reserved) at 12.
+                    if (tables.get(ID, off + 16L * i + 12) != 0) {
+                        throw new AssertionError("indirect entry " + i + " has a non-zero id");
                     }
-                    elements.add(new Element(Descriptors.addr(tables, off, i), Descriptors.len(tables, off, i),
-                            (Descriptors.flags(tables, off, i) & DESC_F_WRITE) != 0));
+                    elements.add(new Element(PackedDescriptors.indirectAddr(tables, off, i),
+                            PackedDescriptors.indirectLen(tables, off, i),
+                            (PackedDescriptors.indirectFlags(tables, off, i) & DESC_F_WRITE) != 0));
                 }
                 return new Fetched(PackedDescriptors.id(ring, slot), slots, true, elements);
             }

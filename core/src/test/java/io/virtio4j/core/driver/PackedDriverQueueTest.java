@@ -364,6 +364,16 @@ class PackedDriverQueueTest {
     }
 
     @Test
+    void descEventWithoutEventIdxIsReadAsEnable() {
+        try (var d = new PackedDeviceByHand(8, opts().withEventIdx(false))) {
+            d.deviceEvent(7 | EVENT_WRAP_BIT, EVENT_F_DESC);
+            d.add("a", 0, 1, 8);
+            assertTrue(d.driver.kickPrepare(), "out of spec: a kick too many rather than one too few");
+            assertFalse(d.driver.isBroken());
+        }
+    }
+
+    @Test
     void kickWithDescEventOnlyWhenTheAddedSlotsCrossIt() {
         try (var d = new PackedDeviceByHand(8, opts())) {
             d.deviceEvent(2 | EVENT_WRAP_BIT, EVENT_F_DESC);

@@ -2,9 +2,9 @@ package io.virtio4j.core.driver;
 
 import io.virtio4j.core.driver.PackedDeviceByHand.Fetched;
 import io.virtio4j.core.error.IndexJumpException;
-import io.virtio4j.core.error.InvalidEventSuppressionException;
 import io.virtio4j.core.error.InvalidUsedIdException;
 import io.virtio4j.core.error.QueueBrokenException;
+import io.virtio4j.core.error.ReservedEventModeException;
 import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.error.UsedLengthTooLargeException;
 import io.virtio4j.core.policy.AvailPublication;
@@ -15,8 +15,6 @@ import org.junit.jupiter.api.function.Executable;
 import static io.virtio4j.core.layout.PackedLayout.DESC_F_AVAIL;
 import static io.virtio4j.core.layout.PackedLayout.DESC_F_USED;
 import static io.virtio4j.core.layout.PackedLayout.DESC_F_WRITE;
-import static io.virtio4j.core.layout.PackedLayout.EVENT_F_DESC;
-import static io.virtio4j.core.layout.PackedLayout.EVENT_WRAP_BIT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -184,26 +182,8 @@ class PackedDriverValidationTest {
         open(DriverOptions.defaults());
         d.add("a", 0, 1, 8);
         d.deviceEvent(0, 3);
-        assertViolation(d.driver::kickPrepare, InvalidEventSuppressionException.class, "deviceEvent.flags", 3);
+        assertViolation(d.driver::kickPrepare, ReservedEventModeException.class, "deviceEvent.flags", 3);
         assertEquals(0, d.kicks.signals());
-    }
-
-    @Test
-    void descEventWithoutEventIdx() {
-        open(DriverOptions.defaults().withEventIdx(false));
-        d.add("a", 0, 1, 8);
-        d.deviceEvent(EVENT_WRAP_BIT, EVENT_F_DESC);
-        assertViolation(d.driver::kick, InvalidEventSuppressionException.class, "deviceEvent.flags", EVENT_F_DESC);
-        assertEquals(0, d.kicks.signals());
-    }
-
-    @Test
-    void descEventOffsetOutsideTheRing() {
-        open(DriverOptions.defaults());
-        d.add("a", 0, 1, 8);
-        d.deviceEvent(EVENT_WRAP_BIT | QSZ, EVENT_F_DESC);
-        assertViolation(d.driver::kickPrepare, InvalidEventSuppressionException.class, "deviceEvent.off_wrap",
-                EVENT_WRAP_BIT | QSZ);
     }
 
     @Test
