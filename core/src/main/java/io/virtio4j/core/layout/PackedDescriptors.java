@@ -72,6 +72,15 @@ public final class PackedDescriptors {
         return Short.toUnsignedInt(seg.get(Le.U16_UNALIGNED, tableBase + (long) DESC_SIZE * index + DESC_FLAGS));
     }
 
+    /** Writes entry {@code index} of a packed indirect table: addr, len, flags, and the id (reserved there) as 0. */
+    public static void indirectWrite(MemorySegment seg, long tableBase, int index, long addr, int len, int flags) {
+        long off = tableBase + (long) DESC_SIZE * index;
+        seg.set(Le.U64_UNALIGNED, off + DESC_ADDR, addr);
+        seg.set(Le.U32_UNALIGNED, off + DESC_LEN, len);
+        seg.set(Le.U16_UNALIGNED, off + DESC_ID, (short) 0);
+        seg.set(Le.U16_UNALIGNED, off + DESC_FLAGS, (short) flags);
+    }
+
     /** Writes addr, len and id; the flags are stored separately, since storing them is what publishes. */
     public static void write(MemorySegment ring, int slot, long addr, int len, int id) {
         long off = (long) DESC_SIZE * slot;
