@@ -365,6 +365,13 @@ public final class SplitDeviceQueue implements DeviceQueue {
             VarHandle.fullFence();
         }
         used.idxRelease(usedShadow);
+        // Entries published without a notification decision can carry used.idx round the 16-bit circle past the
+        // index of the last decision: need_event's old index would then name a point 65,536 entries back and
+        // could suppress a notification the driver asked for. Once the new index passes it, it is stale: the
+        // next decision notifies unconditionally (Linux vhost_add_used_n, libvhost-user vu_queue_flush).
+        if (((usedShadow - signalledUsed) & 0xFFFF) < ((usedShadow - usedPublished) & 0xFFFF)) {
+            signalledUsedValid = false;
+        }
         usedPublished = usedShadow;
         counters.usedIdxWrites++;
     }
