@@ -481,7 +481,8 @@ public final class SplitDriverQueue implements DriverQueue {
 
     /**
      * Like {@link #enableCallbacksOrFindPending()} but asks to be notified only after about 3/4 of the
-     * outstanding buffers are used (Linux {@code virtqueue_enable_cb_delayed}).
+     * published buffers not yet reaped are used (Linux {@code virtqueue_enable_cb_delayed}); buffers added and not yet
+     * published do not count, since the device cannot use them.
      *
      * @return true when that many buffers are already used (do not sleep: reap them); false when it is safe
      *         to sleep
@@ -490,7 +491,10 @@ public final class SplitDriverQueue implements DriverQueue {
     public boolean enableCallbacksDelayedOrFindPending() {
         checkNotBroken();
         counters.enableCalls++;
-        int bufs = ((availShadow - lastUsed) & 0xFFFF) * 3 / 4;
+        // Only published buffers can come back: under LAZY/ADAPTIVE the added but unpublished ones would push
+        // used_event past what the device can ever reach with what it sees (Linux counts avail_idx_shadow, which
+        // is what it has published by then).
+        int bufs = ((availPublished - lastUsed) & 0xFFFF) * 3 / 4;
         return armOrFindPending((lastUsed + bufs) & 0xFFFF, bufs);
     }
 
