@@ -1,6 +1,7 @@
 package io.virtio4j.core.device;
 
 import io.virtio4j.core.error.AddressOutOfRangeException;
+import io.virtio4j.core.error.ChainTooLargeException;
 import io.virtio4j.core.error.ChainTooLongException;
 import io.virtio4j.core.error.DescriptorLoopException;
 import io.virtio4j.core.error.IndexJumpException;
@@ -46,6 +47,11 @@ import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
  * explicit range check.
  */
 public final class SplitDeviceQueue implements DeviceQueue {
+    /** The longest chain the spec allows, in bytes (virtio 1.x 2.7.5.3.1). */
+    private static final long MAX_CHAIN_BYTES = 1L << 32;
+    /** The largest used.len: a u32. */
+    private static final long MAX_USED_LEN = 0xFFFF_FFFFL;
+
     private final int size;
     private final int mask;
     private final MemorySegment desc;
@@ -293,6 +299,13 @@ public final class SplitDeviceQueue implements DeviceQueue {
                         "device-readable descriptor after a device-writable one"));
             }
             seenWritable |= writable;
+            // The spec bounds a chain at 2^32 bytes, and used.len is 32 bits: a larger chain could not have its
+            // writes reported. Checked before the translation so that the total, not the mapping, is named.
+            long total = chain.readableBytes() + chain.writableBytes() + len;
+            if (total > MAX_CHAIN_BYTES) {
+                throw breakWith(new ChainTooLargeException(field(inIndirect, idx, "len"), len,
+                        "brings the chain's total length to " + total + " bytes, more than 2^32"));
+            }
             int r = translate(addr, len, inIndirect, idx);
             chain.add(memory.region(r), memory.offsetIn(r, addr), len, writable);
             if ((flags & DESC_F_NEXT) == 0) {
@@ -335,6 +348,12 @@ public final class SplitDeviceQueue implements DeviceQueue {
     /**
      * Writes a used element for {@code head} with {@code writtenBytes} bytes written into its writable part.
      * Not visible to the driver until {@link #publishUsed()} or {@link #flushUsed()}.
+     *
+     * <p>used.len is 32 bits: a writable part of exactly 2^32 bytes (the largest chain the spec allows, all
+     * writable) cannot be reported full. Such a device reports at most 2^32 - 1 bytes, which the spec allows (a
+     * device may under-report); a larger count is refused rather than truncated.
+     *
+     * @throws IllegalArgumentException also when {@code writtenBytes} exceeds 2^32 - 1
      */
     @Override
     public void pushUsed(int head, long writtenBytes) {
@@ -342,9 +361,11 @@ public final class SplitDeviceQueue implements DeviceQueue {
         if (head < 0 || head >= size || !inFlight[head]) {
             throw new IllegalStateException("head " + head + " is not a chain popped from this queue and not yet pushed");
         }
-        if (writtenBytes < 0 || writtenBytes > headWritableBytes[head]) {
-            throw new IllegalArgumentException("written bytes " + writtenBytes + " outside [0, "
-                    + headWritableBytes[head] + "] for head " + head);
+        long most = Math.min(headWritableBytes[head], MAX_USED_LEN);
+        if (writtenBytes < 0 || writtenBytes > most) {
+            throw new IllegalArgumentException("written bytes " + writtenBytes + " outside [0, " + most
+                    + "] for head " + head + " (its writable part is " + headWritableBytes[head]
+                    + " bytes; used.len is 32 bits)");
         }
         inFlight[head] = false;
         used.elem(usedShadow & mask, head, (int) writtenBytes);
