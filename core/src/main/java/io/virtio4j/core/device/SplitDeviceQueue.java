@@ -14,6 +14,7 @@ import io.virtio4j.core.error.NestedIndirectException;
 import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.error.ReadableAfterWritableException;
 import io.virtio4j.core.error.RingViolationException;
+import io.virtio4j.core.error.ZeroLengthElementException;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.ordering.Fences;
@@ -45,6 +46,15 @@ import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
  * (later calls throw {@link QueueBrokenException}); nothing outside the ring areas and the
  * {@link GuestMemory} is ever touched, because every access goes through bounds-checked segments after an
  * explicit range check.
+ *
+ * <p>Zero-length elements: refused. A descriptor that is not INDIRECT and has {@code len == 0} breaks the queue
+ * with {@link ZeroLengthElementException} naming {@code desc[i].len} (or {@code indirect[i].len}); an INDIRECT
+ * descriptor's own length is checked separately (a non-zero multiple of 16). The spec does not forbid such
+ * elements, and Linux vhost accepts them, but QEMU and libvhost-user refuse them as a fatal ring error, so no
+ * driver that works against the most common devices posts one; refusing costs nothing legitimate and leaves a
+ * hostile driver one degenerate case fewer (an element that is translated but holds no byte). The driver side
+ * follows the same rule: {@link io.virtio4j.core.driver.ScatterGather} refuses a zero-length element, so our
+ * driver never posts what our device would reject. The packed device applies the same rule.
  */
 public final class SplitDeviceQueue implements DeviceQueue {
     /** The longest chain the spec allows, in bytes (virtio 1.x 2.7.5.3.1). */
@@ -299,6 +309,11 @@ public final class SplitDeviceQueue implements DeviceQueue {
                         "device-readable descriptor after a device-writable one"));
             }
             seenWritable |= writable;
+            // Zero-length elements are refused, as QEMU and libvhost-user do (the class comment says why).
+            if (len == 0) {
+                throw breakWith(new ZeroLengthElementException(field(inIndirect, idx, "len"), len,
+                        "zero-length buffer element"));
+            }
             // The spec bounds a chain at 2^32 bytes, and used.len is 32 bits: a larger chain could not have its
             // writes reported. Checked before the translation so that the total, not the mapping, is named.
             long total = chain.readableBytes() + chain.writableBytes() + len;
