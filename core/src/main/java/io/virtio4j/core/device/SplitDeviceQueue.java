@@ -249,6 +249,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
         // index; STRONG adds a full fence at this barrier point.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         int pending = (idx - lastAvail) & 0xFFFF;
         if (pending > size) {
@@ -399,6 +400,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
         // STRONG: a full fence first.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         used.idxRelease(usedShadow);
         // Entries published without a notification decision can carry used.idx round the 16-bit circle past the

@@ -308,6 +308,7 @@ public final class SplitDriverQueue implements DriverQueue {
         // WEAK: the release store below orders them. STRONG: a full fence first, as for a hardware peer.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         avail.idxRelease(availShadow);
         availPublished = availShadow;
@@ -381,6 +382,7 @@ public final class SplitDriverQueue implements DriverQueue {
         // after the index; STRONG adds a full fence, as a driver does towards a hardware device.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         // Only published buffers can have been used: under LAZY/ADAPTIVE some added ones are not visible yet.
         int outstanding = (availPublished - lastUsed) & 0xFFFF;
