@@ -140,6 +140,12 @@ public final class RingTestSupport {
             return open(queueSize, DriverOptions.defaults(), DeviceOptions.defaults());
         }
 
+        /** As {@link #open(int, DriverOptions, DeviceOptions)}, the driver with indirect tables as in {@link #withIndirect}. */
+        public static Pair open(int queueSize, int indirectMax, int indirectThreshold, DriverOptions driverOptions,
+                                DeviceOptions deviceOptions) {
+            return new Pair(queueSize, indirectMax, indirectThreshold, driverOptions, deviceOptions);
+        }
+
         /** Both sides with VIRTIO_F_EVENT_IDX on or off, everything else default. */
         public static Pair withEventIdx(int queueSize, boolean eventIdx) {
             return open(queueSize, DriverOptions.defaults().withEventIdx(eventIdx),
