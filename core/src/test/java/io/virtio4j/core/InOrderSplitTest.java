@@ -51,7 +51,7 @@ class InOrderSplitTest {
             assertEquals(0, p.avail.entry(0));
             assertEquals(3, p.avail.entry(1));
             for (int d : new int[] {0, 1, 3, 4}) {
-                assertEquals(d + 1, Descriptors.next(p.areas.descTable(), 0, d), "desc[" + d + "].next");
+                assertEquals(d + 1, Descriptors.next(p.splitAreas().descTable(), 0, d), "desc[" + d + "].next");
             }
             p.driver.kick();
             p.popAndPush();
@@ -60,9 +60,9 @@ class InOrderSplitTest {
             p.reap("a", "b");
             p.add("c", 1, 3); // 6, 7, then wraps to 0, 1
             assertEquals(6, p.avail.entry(2));
-            assertEquals(7, Descriptors.next(p.areas.descTable(), 0, 6));
-            assertEquals(0, Descriptors.next(p.areas.descTable(), 0, 7), "the last table entry links to 0");
-            assertEquals(1, Descriptors.next(p.areas.descTable(), 0, 0));
+            assertEquals(7, Descriptors.next(p.splitAreas().descTable(), 0, 6));
+            assertEquals(0, Descriptors.next(p.splitAreas().descTable(), 0, 7), "the last table entry links to 0");
+            assertEquals(1, Descriptors.next(p.splitAreas().descTable(), 0, 0));
             p.add("d", 1, 0); // 2
             assertEquals(2, p.avail.entry(3));
             assertEquals(3, p.driver.freeDescriptors());

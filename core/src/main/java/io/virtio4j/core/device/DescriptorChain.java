@@ -12,6 +12,10 @@ import java.lang.foreign.MemorySegment;
  * writable parts as byte streams, since message framing need not follow descriptor boundaries.
  */
 public final class DescriptorChain {
+    /** The spec bounds a buffer at 2^32 bytes: a longer chain is refused at pop, whatever its format. */
+    static final long MAX_BYTES = 1L << 32;
+    /** The most a used entry can report written: its length field has 32 bits, in both formats. */
+    static final long MAX_WRITTEN = 0xFFFF_FFFFL;
     private final MemorySegment[] region;
     private final long[] offset;
     private final long[] length;

@@ -1,6 +1,7 @@
 package io.virtio4j.core.device;
 
 import io.virtio4j.core.error.AddressOutOfRangeException;
+import io.virtio4j.core.error.ChainTooLargeException;
 import io.virtio4j.core.error.ChainTooLongException;
 import io.virtio4j.core.error.ForgedUsedFlagsException;
 import io.virtio4j.core.error.IncompleteListException;
@@ -15,6 +16,7 @@ import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.error.ReadableAfterWritableException;
 import io.virtio4j.core.error.ReservedEventModeException;
 import io.virtio4j.core.error.RingViolationException;
+import io.virtio4j.core.error.ZeroLengthElementException;
 import io.virtio4j.core.layout.EventSuppression;
 import io.virtio4j.core.layout.PackedDescriptors;
 import io.virtio4j.core.layout.PackedLayout;
@@ -351,6 +353,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
         // full fence at this barrier point.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         checkNotForged(slot, flags);
         return flags;
@@ -374,6 +377,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
         // fence instead.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         } else {
             VarHandle.acquireFence();
         }
@@ -434,6 +438,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
                             "device-readable descriptor after a device-writable one"));
                 }
                 seenWritable |= writable;
+                checkElementLength(false, slot, len);
                 int r = translate(addr, len, false, slot);
                 chain.add(memory.region(r), memory.offsetIn(r, addr), len, writable);
             }
@@ -502,8 +507,25 @@ public final class PackedDeviceQueue implements DeviceQueue {
                         "device-readable descriptor after a device-writable one"));
             }
             seenWritable |= writable;
+            checkElementLength(true, i, l);
             int r = translate(a, l, true, i);
             chain.add(memory.region(r), memory.offsetIn(r, a), l, writable);
+        }
+    }
+
+    /**
+     * Zero-length elements are refused and a buffer is at most 2^32 bytes, as for split (see
+     * {@link SplitDeviceQueue}'s class comment): checked before the translation, so the length is what is named.
+     */
+    private void checkElementLength(boolean inIndirect, int idx, long len) {
+        if (len == 0) {
+            throw breakWith(new ZeroLengthElementException(field(inIndirect, idx, "len"), len,
+                    "zero-length buffer element"));
+        }
+        long total = chain.readableBytes() + chain.writableBytes() + len;
+        if (total > DescriptorChain.MAX_BYTES) {
+            throw breakWith(new ChainTooLargeException(field(inIndirect, idx, "len"), len,
+                    "brings the buffer's total length to " + total + " bytes, more than 2^32"));
         }
     }
 
@@ -550,9 +572,10 @@ public final class PackedDeviceQueue implements DeviceQueue {
         if (id < 0 || id >= size || !inFlight[id]) {
             throw new IllegalStateException("id " + id + " is not a buffer popped from this queue and not yet pushed");
         }
-        if (writtenBytes < 0 || writtenBytes > idWritable[id]) {
-            throw new IllegalArgumentException("written bytes " + writtenBytes + " outside [0, "
-                    + idWritable[id] + "] for id " + id);
+        long most = Math.min(idWritable[id], DescriptorChain.MAX_WRITTEN);
+        if (writtenBytes < 0 || writtenBytes > most) {
+            throw new IllegalArgumentException("written bytes " + writtenBytes + " outside [0, " + most + "] for id "
+                    + id + " (its writable part is " + idWritable[id] + " bytes; a used length is 32 bits)");
         }
         if (inOrder) {
             if (idSeq[id] != pushSeq) {
@@ -609,6 +632,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
         // STRONG: a full fence first.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         PackedDescriptors.flagsRelease(ring, heldSlot, heldFlags);
         heldSlot = -1;
@@ -722,6 +746,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
         counters.availIdxReads++;
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         checkNotForged(nextAvail, flags);
         boolean available = PackedLayout.isAvailable(flags, availWrap);

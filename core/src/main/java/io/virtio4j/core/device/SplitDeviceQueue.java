@@ -71,10 +71,6 @@ import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
  * written in part ends its run, so no length is ever over-reported. Runs end at every {@link #publishUsed()}.
  */
 public final class SplitDeviceQueue implements DeviceQueue {
-    /** The longest chain the spec allows, in bytes (virtio 1.x 2.7.5.3.1). */
-    private static final long MAX_CHAIN_BYTES = 1L << 32;
-    /** The largest used.len: a u32. */
-    private static final long MAX_USED_LEN = 0xFFFF_FFFFL;
 
     private final int size;
     private final int mask;
@@ -364,7 +360,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
             // The spec bounds a chain at 2^32 bytes, and used.len is 32 bits: a larger chain could not have its
             // writes reported. Checked before the translation so that the total, not the mapping, is named.
             long total = chain.readableBytes() + chain.writableBytes() + len;
-            if (total > MAX_CHAIN_BYTES) {
+            if (total > DescriptorChain.MAX_BYTES) {
                 throw breakWith(new ChainTooLargeException(field(inIndirect, idx, "len"), len,
                         "brings the chain's total length to " + total + " bytes, more than 2^32"));
             }
@@ -434,7 +430,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
             throw new IllegalStateException("IN_ORDER: head " + head + " pushed before head "
                     + poppedHeads[pushCursor & mask] + ", which was popped earlier");
         }
-        long most = Math.min(headWritableBytes[head], MAX_USED_LEN);
+        long most = Math.min(headWritableBytes[head], DescriptorChain.MAX_WRITTEN);
         if (writtenBytes < 0 || writtenBytes > most) {
             throw new IllegalArgumentException("written bytes " + writtenBytes + " outside [0, " + most
                     + "] for head " + head + " (its writable part is " + headWritableBytes[head]

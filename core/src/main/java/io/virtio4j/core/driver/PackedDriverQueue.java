@@ -382,6 +382,7 @@ public final class PackedDriverQueue implements DriverQueue {
         // STRONG: a full fence first, as towards a hardware peer.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         PackedDescriptors.flagsRelease(desc, slot, flags);
         publishedSeq = availSeq;
@@ -477,6 +478,7 @@ public final class PackedDriverQueue implements DriverQueue {
         // after the flags; STRONG adds a full fence, as a driver does towards a hardware device.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         return flags;
     }

@@ -1,7 +1,9 @@
 package io.virtio4j.core.device;
 
 import io.virtio4j.core.error.AddressOutOfRangeException;
+import io.virtio4j.core.error.ChainTooLargeException;
 import io.virtio4j.core.error.ChainTooLongException;
+import io.virtio4j.core.error.ZeroLengthElementException;
 import io.virtio4j.core.error.ForgedUsedFlagsException;
 import io.virtio4j.core.error.IncompleteListException;
 import io.virtio4j.core.error.IndexJumpException;
@@ -102,6 +104,27 @@ class PackedHostileRingTest {
         DescriptorChain c = ring.device.pop();
         assertNotNull(c);
         assertEquals(id, c.head());
+    }
+
+    // ---- element lengths (the split device's rules) ----
+
+    @Test
+    void zeroLengthElement() {
+        ring.add(0, r(DATA, 8), w(DATA + 64, 0));
+        assertViolation(ring, ZeroLengthElementException.class, "desc[1].len", 0);
+    }
+
+    @Test
+    void zeroLengthElementInAnIndirectTable() {
+        ring.addIndirect(0, PackedHostileRing.TABLES, r(DATA, 0), w(DATA + 64, 8));
+        assertViolation(ring, ZeroLengthElementException.class, "indirect[0].len", 0);
+    }
+
+    @Test
+    void aBufferLongerThanTwoToTheThirtyTwoBytes() {
+        // named before any translation: the second element's length is what takes the total past 2^32
+        ring.add(0, r(DATA, 8), w(DATA + 64, -1));
+        assertViolation(ring, ChainTooLargeException.class, "desc[1].len", 0xFFFF_FFFFL);
     }
 
     // ---- ids ----
