@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: peers/selftest.sh [--backend TEMPLATE] [--quick] [--no-guest]
+# Usage: peers/selftest.sh [--backend TEMPLATE] [--driver TEMPLATE] [--quick] [--no-guest]
 #
 # Exact-counter checks of a vhost-user net backend against real peers, ending with the line
 # "N passed, M failed" (exit 1 if any failed). TEMPLATE is a backend command line with {sock}, {cpu}
@@ -21,15 +21,20 @@
 #   4. Linux guest (QEMU TCG): 10 pings + 20000 pktgen frames -> backend rxonly: guest tx == backend RX
 #   5. Linux guest: 10 pings + 5000 pktgen frames -> backend macswap: both directions exact
 #   6. the same as 5 on a packed ring (virtio-net-pci packed=on; the guest must have negotiated it)
+# With --driver TEMPLATE (a front-end's command line with {sock}, e.g. ours:
+#   './virtio4j drive net --socket {sock}') the front-end is checked against DPDK's own backend too:
+#   7. our front-end sends 10007 frames -> DPDK net_vhost macswap -> back: split, then packed with IN_ORDER;
+#      both directions exact, every echoed frame intact
 # --quick: skips 3, 5 and 6. --no-guest: skips 4, 5 and 6.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-tmpl='' quick=0 guest=1
+tmpl='' driver='' quick=0 guest=1
 while [ $# -gt 0 ]; do
   case $1 in
     --backend) tmpl=$2; shift 2 ;;
+    --driver) driver=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --no-guest) guest=0; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
@@ -97,6 +102,15 @@ if [ "$quick" = 0 ]; then
   # shellcheck disable=SC2046
   check "virtio-user 10007 x 1500B packed -> loopback -> virtio-user" \
     "$vu" --backend-cmd "$(backend_for loopback)" --packets 10007 --round-frames 512 --frame-size 1500 --vdev-args packed_vq=1 $(expect 34)
+fi
+if [ -n "$driver" ]; then
+  dpdk_macswap="$PEERS_DIR/testpmd-vhost.sh --socket {sock} --mode macswap --lcores 0@{cpu},1@{cpu}"
+  check "our front-end split 10007 frames -> DPDK net_vhost macswap -> back" \
+    "$PEERS_DIR/drive-net-check.sh" --backend-cmd "$dpdk_macswap" \
+    --driver-cmd "$driver --mode echo --packets 10007 --ring split"
+  check "our front-end packed+in_order 10007 frames -> DPDK net_vhost macswap -> back" \
+    "$PEERS_DIR/drive-net-check.sh" --backend-cmd "$dpdk_macswap" \
+    --driver-cmd "$driver --mode echo --packets 10007 --ring packed --in-order on --queue-size 1000"
 fi
 if [ "$guest" = 1 ]; then
   check "guest ping 10 + pktgen 20000 -> rxonly" \

@@ -161,4 +161,16 @@ final class Converters {
             };
         }
     }
+
+    /** {@code split | packed}: a ring format. */
+    static final class RingFormatConverter implements ITypeConverter<io.virtio4j.core.layout.RingFormat> {
+        @Override
+        public io.virtio4j.core.layout.RingFormat convert(String v) {
+            return switch (v.trim().toLowerCase(Locale.ROOT)) {
+                case "split" -> io.virtio4j.core.layout.RingFormat.SPLIT;
+                case "packed" -> io.virtio4j.core.layout.RingFormat.PACKED;
+                default -> throw new TypeConversionException("'" + v + "' is not split | packed");
+            };
+        }
+    }
 }

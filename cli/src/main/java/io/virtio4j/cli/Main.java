@@ -6,7 +6,7 @@ import picocli.CommandLine.Command;
 /** Entry point of the {@code virtio4j} command line. */
 @Command(name = "virtio4j", mixinStandardHelpOptions = true, version = "virtio4j 0.1.0",
         description = "virtio rings and vhost-user on the JVM.",
-        subcommands = {BenchCommand.class, ExperimentsCommand.class, ServeCommand.class, JmhCommand.class,
+        subcommands = {BenchCommand.class, ExperimentsCommand.class, ServeCommand.class, DriveCommand.class, JmhCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 

@@ -16,7 +16,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * {@code serve net} against real peers, through {@code peers/selftest.sh}: DPDK testpmd's virtio-user driver
  * (txonly into rxonly, exact frames through macswap, 1500-byte frames through loopback on a packed ring...) and
- * a real Linux guest under QEMU (ping and pktgen, rxonly and macswap). Every check compares the counters of
+ * a real Linux guest under QEMU (ping and pktgen, rxonly and macswap, split and packed rings), and {@code drive net},
+ * our front-end, against DPDK's own back-end (split, packed with IN_ORDER). Every check compares the counters of
  * both sides exactly. The peers are installed by {@code peers/install.sh}, which {@code ./virtio4j test} runs
  * first (as root).
  */
@@ -28,10 +29,12 @@ class RealPeersTest {
         Path selftest = root.resolve("peers/selftest.sh");
         assertTrue(Files.isExecutable(selftest), "missing " + selftest);
         String java = ProcessHandle.current().info().command().orElseThrow();
-        String backend = java + " --enable-native-access=ALL-UNNAMED -cp " + System.getProperty("java.class.path")
-                + " " + Main.class.getName() + " serve net --socket {sock} --mode {mode}";
+        String cli = java + " --enable-native-access=ALL-UNNAMED -cp " + System.getProperty("java.class.path")
+                + " " + Main.class.getName();
+        String backend = cli + " serve net --socket {sock} --mode {mode}";
+        String driver = cli + " drive net --socket {sock}";
         Path log = Files.createTempFile("virtio4j-selftest", ".log");
-        Process p = new ProcessBuilder(List.of("bash", selftest.toString(), "--backend", backend))
+        Process p = new ProcessBuilder(List.of("bash", selftest.toString(), "--backend", backend, "--driver", driver))
                 .directory(root.toFile())
                 .redirectErrorStream(true)
                 .redirectOutput(log.toFile())

@@ -10,6 +10,7 @@ import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.RingSegment;
 import io.virtio4j.core.layout.UsedRing;
@@ -89,8 +90,9 @@ public final class RingTestSupport {
         /** The whole guest memory; guest address = offset. */
         public final MemorySegment memory;
         public final GuestMemory guest;
-        public final SplitRingAreas areas;
-        /** Views of the shared ring headers, to observe (or forge) what the other side sees. */
+        public final RingFormat format;
+        public final RingAreas areas;
+        /** Split rings only (null for packed): views of the shared ring headers, to observe (or forge) them. */
         public final AvailRing avail;
         public final UsedRing used;
         public final DriverQueue driver;
@@ -105,21 +107,27 @@ public final class RingTestSupport {
         private final ScatterGather sg = new ScatterGather(64);
         private int nextSlot;
 
-        private Pair(int queueSize, int indirectMax, int indirectThreshold, DriverOptions driverOptions,
+        private Pair(RingFormat format, int queueSize, int indirectMax, int indirectThreshold, DriverOptions driverOptions,
                      DeviceOptions deviceOptions) {
+            this.format = format;
             long tableBytes = indirectMax == 0 ? 0
                     : SplitLayout.roundUp(DriverOptions.indirectTablesBytes(queueSize, indirectMax), 4096);
             dataSlots = Math.max(64, 4 * queueSize);
             arena = Arena.ofConfined();
-            RingSegment ring = RingSegment.allocate(arena, RingFormat.SPLIT, queueSize, 4096,
+            RingSegment ring = RingSegment.allocate(arena, format, queueSize, 4096,
                     tableBytes + (long) dataSlots * SLOT_BYTES);
             long ringBytes = ring.dataOffset();
             dataBase = ringBytes + tableBytes;
             memory = ring.segment();
             guest = ring.guestMemory();
-            areas = (SplitRingAreas) ring.areas();
-            avail = new AvailRing(areas.availRing(), queueSize);
-            used = new UsedRing(areas.usedRing(), queueSize);
+            areas = ring.areas();
+            if (areas instanceof SplitRingAreas split) {
+                avail = new AvailRing(split.availRing(), queueSize);
+                used = new UsedRing(split.usedRing(), queueSize);
+            } else {
+                avail = null;
+                used = null;
+            }
             DriverOptions opts = driverOptions;
             if (indirectMax == 0) {
                 indirectTables = -1;
@@ -133,11 +141,26 @@ public final class RingTestSupport {
         }
 
         public static Pair open(int queueSize, DriverOptions driverOptions, DeviceOptions deviceOptions) {
-            return new Pair(queueSize, 0, 0, driverOptions, deviceOptions);
+            return open(RingFormat.SPLIT, queueSize, driverOptions, deviceOptions);
+        }
+
+        public static Pair open(RingFormat format, int queueSize, DriverOptions driverOptions, DeviceOptions deviceOptions) {
+            return new Pair(format, queueSize, 0, 0, driverOptions, deviceOptions);
+        }
+
+        /** The split ring's areas; for tests of split rings only. */
+        public SplitRingAreas splitAreas() {
+            return (SplitRingAreas) areas;
         }
 
         public static Pair open(int queueSize) {
             return open(queueSize, DriverOptions.defaults(), DeviceOptions.defaults());
+        }
+
+        /** As {@link #open(int, DriverOptions, DeviceOptions)}, the driver with indirect tables as in {@link #withIndirect}. */
+        public static Pair open(int queueSize, int indirectMax, int indirectThreshold, DriverOptions driverOptions,
+                                DeviceOptions deviceOptions) {
+            return new Pair(RingFormat.SPLIT, queueSize, indirectMax, indirectThreshold, driverOptions, deviceOptions);
         }
 
         /** Both sides with VIRTIO_F_EVENT_IDX on or off, everything else default. */
@@ -148,7 +171,7 @@ public final class RingTestSupport {
 
         /** Driver with indirect tables of {@code maxElements}, used from {@code threshold} elements on. */
         public static Pair withIndirect(int queueSize, int maxElements, int threshold) {
-            return new Pair(queueSize, maxElements, threshold, DriverOptions.defaults(), DeviceOptions.defaults());
+            return new Pair(RingFormat.SPLIT, queueSize, maxElements, threshold, DriverOptions.defaults(), DeviceOptions.defaults());
         }
 
         /** Guest address of data slot {@code k} (slots wrap around). */

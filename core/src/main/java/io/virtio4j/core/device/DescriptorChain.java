@@ -12,6 +12,10 @@ import java.lang.foreign.MemorySegment;
  * writable parts as byte streams, since message framing need not follow descriptor boundaries.
  */
 public final class DescriptorChain {
+    /** The spec bounds a buffer at 2^32 bytes: a longer chain is refused at pop, whatever its format. */
+    static final long MAX_BYTES = 1L << 32;
+    /** The most a used entry can report written: its length field has 32 bits, in both formats. */
+    static final long MAX_WRITTEN = 0xFFFF_FFFFL;
     private final MemorySegment[] region;
     private final long[] offset;
     private final long[] length;
@@ -35,6 +39,11 @@ public final class DescriptorChain {
         writableBytes = 0;
     }
 
+    /** Sets the id once it is known: a packed buffer's id is in the last descriptor of its list. */
+    void setHead(int head) {
+        this.head = head;
+    }
+
     void add(MemorySegment seg, long off, long len, boolean writable) {
         region[count] = seg;
         offset[count] = off;
@@ -48,7 +57,7 @@ public final class DescriptorChain {
         }
     }
 
-    /** The head descriptor index: the id to push back as used. */
+    /** The id to push back as used: the head descriptor index (split) or the buffer id (packed). */
     public int head() {
         return head;
     }

@@ -84,7 +84,8 @@ public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue 
      * Not visible to the driver until {@link #publishUsed()} or {@link #flushUsed()}.
      *
      * @throws IllegalStateException    when {@code id} is not a buffer popped from this queue and not yet pushed
-     * @throws IllegalArgumentException when {@code writtenBytes} is negative or more than the buffer's writable part
+     * @throws IllegalArgumentException when {@code writtenBytes} is negative, more than the buffer's writable part,
+     *         or more than 2^32 - 1 (a used length has 32 bits)
      */
     void pushUsed(int id, long writtenBytes);
 

@@ -1,8 +1,10 @@
 package io.virtio4j.core.device;
 
 import io.virtio4j.core.error.AddressOutOfRangeException;
+import io.virtio4j.core.error.ChainTooLargeException;
 import io.virtio4j.core.error.ChainTooLongException;
 import io.virtio4j.core.error.DescriptorLoopException;
+import io.virtio4j.core.error.InOrderViolationException;
 import io.virtio4j.core.error.IndexJumpException;
 import io.virtio4j.core.error.IndirectNotNegotiatedException;
 import io.virtio4j.core.error.IndirectWithNextException;
@@ -13,6 +15,7 @@ import io.virtio4j.core.error.NestedIndirectException;
 import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.error.ReadableAfterWritableException;
 import io.virtio4j.core.error.RingViolationException;
+import io.virtio4j.core.error.ZeroLengthElementException;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.ordering.Fences;
@@ -44,8 +47,31 @@ import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
  * (later calls throw {@link QueueBrokenException}); nothing outside the ring areas and the
  * {@link GuestMemory} is ever touched, because every access goes through bounds-checked segments after an
  * explicit range check.
+ *
+ * <p>Zero-length elements: refused. A descriptor that is not INDIRECT and has {@code len == 0} breaks the queue
+ * with {@link ZeroLengthElementException} naming {@code desc[i].len} (or {@code indirect[i].len}); an INDIRECT
+ * descriptor's own length is checked separately (a non-zero multiple of 16). The spec does not forbid such
+ * elements, and Linux vhost accepts them, but QEMU and libvhost-user refuse them as a fatal ring error, so no
+ * driver that works against the most common devices posts one; refusing costs nothing legitimate and leaves a
+ * hostile driver one degenerate case fewer (an element that is translated but holds no byte). The driver side
+ * follows the same rule: {@link io.virtio4j.core.driver.ScatterGather} refuses a zero-length element, so our
+ * driver never posts what our device would reject. The packed device applies the same rule.
+ *
+ * <p>VIRTIO_F_IN_ORDER ({@link DeviceOptions#inOrder()}): the driver must hand out descriptors in table order,
+ * so each head must be the descriptor after the previous chain's last one (0 for a new queue; any head is taken
+ * as the first after {@link #restart}, since the queue state does not say where the driver's descriptors stand),
+ * and each link of a chain in the descriptor table must go from {@code x} to {@code x + 1}, the last entry to 0
+ * (links inside an indirect table are free). A driver that breaks either rule breaks the queue with
+ * {@link InOrderViolationException} naming {@code avail.ring[slot]} or {@code desc[x].next}. The device's own side
+ * of the contract is checked too: {@link #pushUsed} must come in pop order, or it throws
+ * {@link IllegalStateException}. Used entries are coalesced, always under IN_ORDER: a run of pushed buffers of
+ * which each but the last wrote its whole writable part (0 bytes for a read-only buffer counts) goes out as one
+ * used entry, with the id and length of the run's last buffer, in the used slot of its first, and used.idx
+ * advanced by the run's length (virtio 1.x 2.7.9; the driver counts the skipped buffers as fully used). A buffer
+ * written in part ends its run, so no length is ever over-reported. Runs end at every {@link #publishUsed()}.
  */
 public final class SplitDeviceQueue implements DeviceQueue {
+
     private final int size;
     private final int mask;
     private final MemorySegment desc;
@@ -57,6 +83,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
     private final boolean eventIdx;
     private final boolean indirectDesc;
     private final boolean cachedAvailOnEnable;
+    private final boolean inOrder;
 
     private final DescriptorChain chain;
     /** Heads popped and not yet pushed, with the writable bytes of each. */
@@ -81,6 +108,17 @@ public final class SplitDeviceQueue implements DeviceQueue {
     private int signalledUsed;
     private boolean signalledUsedValid;
     private boolean kicksEnabled;
+    /** IN_ORDER: the head the next pop must find, or -1 when unknown (after a restart). */
+    private int expectedHead;
+    /** IN_ORDER: avail index of the next buffer to push; its head is in {@link #poppedHeads}. */
+    private int pushCursor;
+    /**
+     * IN_ORDER: the run of pushed buffers whose used entry is not written yet: its length (it occupies the used
+     * slots just before {@code usedShadow}), and the head and written bytes of its last buffer.
+     */
+    private int runLength;
+    private int runHead;
+    private long runWritten;
 
     private final QueueCounters counters = new QueueCounters();
     private RingViolationException broken;
@@ -97,12 +135,14 @@ public final class SplitDeviceQueue implements DeviceQueue {
         this.eventIdx = options.eventIdx();
         this.indirectDesc = options.indirectDesc();
         this.cachedAvailOnEnable = options.cachedAvailOnEnable();
+        this.inOrder = options.inOrder();
         this.chain = new DescriptorChain(size);
         this.inFlight = new boolean[size];
         this.poppedHeads = new int[size];
         this.headWritableBytes = new long[size];
         kicksEnabled = true;
         usedShadow = usedPublished = usedDecided = used.idxAcquire();
+        expectedHead = 0; // a new ring: the driver's first descriptor is 0
     }
 
     @Override
@@ -118,6 +158,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
         usedShadow = usedPublished = usedDecided = nextUsed;
         signalledUsedValid = false;
         java.util.Arrays.fill(inFlight, false);
+        expectedHead = -1;
+        pushCursor = nextAvail;
+        runLength = 0;
     }
 
     @Override
@@ -198,7 +241,14 @@ public final class SplitDeviceQueue implements DeviceQueue {
             throw breakWith(new InvalidDescriptorIndexException("avail.ring[" + slot + "]", head,
                     "head is already in flight (made available twice)"));
         }
-        walk(head);
+        if (inOrder && expectedHead >= 0 && head != expectedHead) {
+            throw breakWith(new InOrderViolationException("avail.ring[" + slot + "]", head,
+                    "IN_ORDER: the head must be descriptor " + expectedHead + ", the one after the previous chain"));
+        }
+        int last = walk(head);
+        if (inOrder) {
+            expectedHead = (last + 1) & mask;
+        }
         inFlight[head] = true;
         headWritableBytes[head] = chain.writableBytes();
         poppedHeads[slot] = head;
@@ -223,6 +273,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
         inFlight[head] = false;
         lastAvail = prev;
         counters.buffers--;
+        if (inOrder) {
+            expectedHead = head; // the next pop reads this chain again
+        }
     }
 
     /** Loads avail.idx from shared memory, after checking the driver moved it plausibly. */
@@ -233,6 +286,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
         // index; STRONG adds a full fence at this barrier point.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         int pending = (idx - lastAvail) & 0xFFFF;
         if (pending > size) {
@@ -242,7 +296,11 @@ public final class SplitDeviceQueue implements DeviceQueue {
         return idx;
     }
 
-    private void walk(int head) {
+    /**
+     * Walks the chain at {@code head} into {@link #chain}, checking every descriptor. Returns the last descriptor
+     * of the main table it used: the chain's last, or the INDIRECT one.
+     */
+    private int walk(int head) {
         chain.reset(head);
         MemorySegment table = desc;
         long tableBase = 0;
@@ -251,6 +309,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
         boolean seenWritable = false;
         int visited = 0;
         int idx = head;
+        int lastMain = head;
         while (true) {
             int flags = Descriptors.flags(table, tableBase, idx);
             long addr = Descriptors.addr(table, tableBase, idx);
@@ -293,10 +352,22 @@ public final class SplitDeviceQueue implements DeviceQueue {
                         "device-readable descriptor after a device-writable one"));
             }
             seenWritable |= writable;
+            // Zero-length elements are refused, as QEMU and libvhost-user do (the class comment says why).
+            if (len == 0) {
+                throw breakWith(new ZeroLengthElementException(field(inIndirect, idx, "len"), len,
+                        "zero-length buffer element"));
+            }
+            // The spec bounds a chain at 2^32 bytes, and used.len is 32 bits: a larger chain could not have its
+            // writes reported. Checked before the translation so that the total, not the mapping, is named.
+            long total = chain.readableBytes() + chain.writableBytes() + len;
+            if (total > DescriptorChain.MAX_BYTES) {
+                throw breakWith(new ChainTooLargeException(field(inIndirect, idx, "len"), len,
+                        "brings the chain's total length to " + total + " bytes, more than 2^32"));
+            }
             int r = translate(addr, len, inIndirect, idx);
             chain.add(memory.region(r), memory.offsetIn(r, addr), len, writable);
             if ((flags & DESC_F_NEXT) == 0) {
-                return;
+                return lastMain;
             }
             int nextIdx = Descriptors.next(table, tableBase, idx);
             if (nextIdx >= tableSize) {
@@ -310,7 +381,14 @@ public final class SplitDeviceQueue implements DeviceQueue {
                 throw breakWith(new DescriptorLoopException(field(inIndirect, idx, "next"), nextIdx,
                         "chain visits more than the " + tableSize + " descriptors of its table: a loop"));
             }
+            if (inOrder && !inIndirect && nextIdx != ((idx + 1) & mask)) {
+                throw breakWith(new InOrderViolationException(field(false, idx, "next"), nextIdx,
+                        "IN_ORDER: a chain must link to the next descriptor in table order, " + ((idx + 1) & mask)));
+            }
             idx = nextIdx;
+            if (!inIndirect) {
+                lastMain = idx;
+            }
         }
     }
 
@@ -335,6 +413,12 @@ public final class SplitDeviceQueue implements DeviceQueue {
     /**
      * Writes a used element for {@code head} with {@code writtenBytes} bytes written into its writable part.
      * Not visible to the driver until {@link #publishUsed()} or {@link #flushUsed()}.
+     *
+     * <p>used.len is 32 bits: a writable part of exactly 2^32 bytes (the largest chain the spec allows, all
+     * writable) cannot be reported full. Such a device reports at most 2^32 - 1 bytes, which the spec allows (a
+     * device may under-report); a larger count is refused rather than truncated.
+     *
+     * @throws IllegalArgumentException also when {@code writtenBytes} exceeds 2^32 - 1
      */
     @Override
     public void pushUsed(int head, long writtenBytes) {
@@ -342,19 +426,45 @@ public final class SplitDeviceQueue implements DeviceQueue {
         if (head < 0 || head >= size || !inFlight[head]) {
             throw new IllegalStateException("head " + head + " is not a chain popped from this queue and not yet pushed");
         }
-        if (writtenBytes < 0 || writtenBytes > headWritableBytes[head]) {
-            throw new IllegalArgumentException("written bytes " + writtenBytes + " outside [0, "
-                    + headWritableBytes[head] + "] for head " + head);
+        if (inOrder && head != poppedHeads[pushCursor & mask]) {
+            throw new IllegalStateException("IN_ORDER: head " + head + " pushed before head "
+                    + poppedHeads[pushCursor & mask] + ", which was popped earlier");
+        }
+        long most = Math.min(headWritableBytes[head], DescriptorChain.MAX_WRITTEN);
+        if (writtenBytes < 0 || writtenBytes > most) {
+            throw new IllegalArgumentException("written bytes " + writtenBytes + " outside [0, " + most
+                    + "] for head " + head + " (its writable part is " + headWritableBytes[head]
+                    + " bytes; used.len is 32 bits)");
         }
         inFlight[head] = false;
-        used.elem(usedShadow & mask, head, (int) writtenBytes);
         usedShadow = (usedShadow + 1) & 0xFFFF;
         counters.completions++;
+        if (!inOrder) {
+            used.elem((usedShadow - 1) & mask, head, (int) writtenBytes);
+            return;
+        }
+        pushCursor = (pushCursor + 1) & 0xFFFF;
+        runLength++;
+        runHead = head;
+        runWritten = writtenBytes;
+        // The driver takes every buffer of a run but the last as fully written: one written in part must be last.
+        if (writtenBytes != headWritableBytes[head]) {
+            closeRun();
+        }
+    }
+
+    /** Writes the open run's one used entry: the last buffer's id and length, in the slot of the first. */
+    private void closeRun() {
+        used.elem((usedShadow - runLength) & mask, runHead, (int) runWritten);
+        runLength = 0;
     }
 
     /** Publishes every used element pushed so far with one store of {@code used.idx}. */
     @Override
     public void publishUsed() {
+        if (runLength > 0) {
+            closeRun();
+        }
         if (usedPublished == usedShadow) {
             return;
         }
@@ -363,8 +473,16 @@ public final class SplitDeviceQueue implements DeviceQueue {
         // STRONG: a full fence first.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         used.idxRelease(usedShadow);
+        // Entries published without a notification decision can carry used.idx round the 16-bit circle past the
+        // index of the last decision: need_event's old index would then name a point 65,536 entries back and
+        // could suppress a notification the driver asked for. Once the new index passes it, it is stale: the
+        // next decision notifies unconditionally (Linux vhost_add_used_n, libvhost-user vu_queue_flush).
+        if (((usedShadow - signalledUsed) & 0xFFFF) < ((usedShadow - usedPublished) & 0xFFFF)) {
+            signalledUsedValid = false;
+        }
         usedPublished = usedShadow;
         counters.usedIdxWrites++;
     }

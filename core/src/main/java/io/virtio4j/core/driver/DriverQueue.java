@@ -50,6 +50,8 @@ public sealed interface DriverQueue permits SplitDriverQueue, PackedDriverQueue 
      * the publication policy says (see the class comment).
      *
      * @throws RingFullException when fewer descriptors are free than the buffer needs
+     * @throws IllegalArgumentException when {@code sg} is empty, longer than the queue, or {@code token} is null
+     *         ({@link ScatterGather} itself refuses zero-length elements, which devices refuse)
      */
     void add(ScatterGather sg, Object token);
 

@@ -3,6 +3,9 @@ package io.virtio4j.core.driver;
 /**
  * A reusable list of buffer elements for one {@link SplitDriverQueue#add}: device-readable elements first,
  * then device-writable ones. Owned by the caller and refilled for every buffer, so adding allocates nothing.
+ *
+ * <p>Zero-length elements are refused here, because this library's devices refuse them as a ring violation (see
+ * {@link io.virtio4j.core.device.SplitDeviceQueue}, "Zero-length elements"), as QEMU and libvhost-user do.
  */
 public final class ScatterGather {
     private final long[] addr;
@@ -24,7 +27,12 @@ public final class ScatterGather {
         return this;
     }
 
-    /** Appends a device-readable element. Must come before every writable one. */
+    /**
+     * Appends a device-readable element. Must come before every writable one.
+     *
+     * @param length unsigned 32-bit length, not 0
+     * @throws IllegalArgumentException when {@code length} is 0
+     */
     public ScatterGather readable(long guestAddr, int length) {
         if (writable > 0) {
             throw new IllegalStateException("device-readable elements must precede device-writable ones");
@@ -34,7 +42,12 @@ public final class ScatterGather {
         return this;
     }
 
-    /** Appends a device-writable element. */
+    /**
+     * Appends a device-writable element.
+     *
+     * @param length unsigned 32-bit length, not 0
+     * @throws IllegalArgumentException when {@code length} is 0
+     */
     public ScatterGather writable(long guestAddr, int length) {
         put(guestAddr, length);
         writable++;
@@ -42,6 +55,10 @@ public final class ScatterGather {
     }
 
     private void put(long guestAddr, int length) {
+        if (length == 0) {
+            throw new IllegalArgumentException("zero-length element at guest address 0x" + Long.toHexString(guestAddr)
+                    + ": devices refuse them");
+        }
         int i = readable + writable;
         if (i == addr.length) {
             throw new IllegalStateException("scatter-gather list is full (" + addr.length + " elements)");

@@ -5,6 +5,7 @@ import io.virtio4j.core.error.InvalidUsedIdException;
 import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.error.RingFullException;
 import io.virtio4j.core.error.RingViolationException;
+import io.virtio4j.core.error.UsedBatchTooLongException;
 import io.virtio4j.core.error.UsedLengthTooLargeException;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.Descriptors;
@@ -35,6 +36,18 @@ import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
  *
  * <p>The free list and each chain's links are kept in private arrays, never read back from the shared
  * descriptor table, so a device scribbling on the table cannot corrupt the driver's state.
+ *
+ * <p>VIRTIO_F_IN_ORDER ({@link DriverOptions#inOrder()}): descriptors are handed out in table order from 0,
+ * wrapping, and a chain links {@code x} to {@code x + 1} (the last table entry to 0); an indirect buffer takes one
+ * descriptor. The links are then one fixed circle and, since buffers come back in the order they were added, the
+ * free descriptors are always one run that starts at the next to hand out. The device may return a batch with
+ * one used entry: its id is the head of the batch's last buffer, it sits in the used slot of the batch's first
+ * buffer, and used.idx advances by the batch's size. Reading such an entry completes every buffer in flight up
+ * to that id, in order: {@link #pollUsed()} returns them one by one, each buffer before the last with its whole
+ * writable part as written length (the spec counts skipped buffers as fully used), the last with the entry's
+ * len. An id that is no head in flight breaks the queue ({@link InvalidUsedIdException}), and so does one that
+ * would complete more buffers than used.idx advanced by ({@link UsedBatchTooLongException}).
+ * {@link #detachUnused()} takes buffers back in any order and must be followed by {@link #reset()}.
  */
 public final class SplitDriverQueue implements DriverQueue {
     private final int size;
@@ -48,6 +61,7 @@ public final class SplitDriverQueue implements DriverQueue {
     private final AvailPublication publication;
     private final int adaptiveMin;
     private final int adaptiveMax;
+    private final boolean inOrder;
 
     private final MemorySegment indirectTables;
     private final long indirectTablesGuestAddr;
@@ -81,6 +95,11 @@ public final class SplitDriverQueue implements DriverQueue {
     private int usedSeen;
     private int availFlagsShadow;
     private long lastUsedLength;
+    /** Buffers of the used entry read last that {@link #pollUsed()} has yet to return (IN_ORDER batches). */
+    private int batchLeft;
+    /** Head of the last buffer of that entry (its id), and the length the entry reports for it. */
+    private int batchLastHead;
+    private long batchLastLength;
 
     private final QueueCounters counters = new QueueCounters();
     private RingViolationException broken;
@@ -97,6 +116,7 @@ public final class SplitDriverQueue implements DriverQueue {
         this.publication = options.publication();
         this.adaptiveMin = options.adaptiveMin();
         this.adaptiveMax = options.adaptiveMax();
+        this.inOrder = options.inOrder();
         this.indirectTables = options.indirectTables();
         this.indirectTablesGuestAddr = options.indirectTablesGuestAddr();
         this.indirectMaxElements = options.indirectMaxElements();
@@ -129,7 +149,8 @@ public final class SplitDriverQueue implements DriverQueue {
      */
     private void initialise() {
         for (int i = 0; i < size; i++) {
-            next[i] = i + 1;
+            // IN_ORDER: one circle in table order, the last entry linking to 0, never changed afterwards.
+            next[i] = inOrder ? (i + 1) & mask : i + 1;
             tokens[i] = null;
         }
         freeHead = 0;
@@ -137,6 +158,7 @@ public final class SplitDriverQueue implements DriverQueue {
         detachCursor = 0;
         availShadow = availPublished = numAdded = 0;
         lastUsed = usedSeen = 0;
+        batchLeft = 0;
         availFlagsShadow = 0;
         adaptiveInterval = adaptiveMin;
         sincePublish = 0;
@@ -308,6 +330,7 @@ public final class SplitDriverQueue implements DriverQueue {
         // WEAK: the release store below orders them. STRONG: a full fence first, as for a hardware peer.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         avail.idxRelease(availShadow);
         availPublished = availShadow;
@@ -381,6 +404,7 @@ public final class SplitDriverQueue implements DriverQueue {
         // after the index; STRONG adds a full fence, as a driver does towards a hardware device.
         if (strong) {
             VarHandle.fullFence();
+            counters.strongFences++;
         }
         // Only published buffers can have been used: under LAZY/ADAPTIVE some added ones are not visible yet.
         int outstanding = (availPublished - lastUsed) & 0xFFFF;
@@ -399,29 +423,21 @@ public final class SplitDriverQueue implements DriverQueue {
      */
     @Override
     public Object pollUsed() {
-        if (!hasUsed()) {
-            return null;
+        checkNotBroken();
+        if (batchLeft == 0) {
+            if (!hasUsed()) {
+                return null;
+            }
+            readUsedEntry();
         }
-        int slot = lastUsed & mask;
-        int id = used.elemId(slot);
-        long len = used.elemLen(slot);
-        if (Integer.compareUnsigned(id, size) >= 0) {
-            throw breakWith(new InvalidUsedIdException("used.ring[" + slot + "].id", Integer.toUnsignedLong(id),
-                    "not below the queue size " + size));
-        }
-        Object token = tokens[id];
-        if (token == null) {
-            throw breakWith(new InvalidUsedIdException("used.ring[" + slot + "].id", id,
-                    "is not the head of a buffer in flight"));
-        }
-        if (len > writableBytes[id]) {
-            throw breakWith(new UsedLengthTooLargeException("used.ring[" + slot + "].len", len,
-                    "exceeds the " + writableBytes[id] + " writable bytes of buffer " + id));
-        }
-        tokens[id] = null;
-        freeChain(id);
+        // IN_ORDER: the oldest buffer in flight comes next, right after the free run; otherwise the entry's id.
+        int head = inOrder ? (freeHead + numFree) & mask : batchLastHead;
+        batchLeft--;
+        Object token = tokens[head];
+        lastUsedLength = head == batchLastHead ? batchLastLength : writableBytes[head];
+        tokens[head] = null;
+        freeChain(head);
         lastUsed = (lastUsed + 1) & 0xFFFF;
-        lastUsedLength = len;
         counters.completions++;
         if (eventIdx && (availFlagsShadow & AVAIL_F_NO_INTERRUPT) == 0) {
             // Callbacks are on: ask for a notification at the next entry, and (mb, store->load) make that store
@@ -433,6 +449,45 @@ public final class SplitDriverQueue implements DriverQueue {
         return token;
     }
 
+    /**
+     * Validates the used entry at {@code lastUsed} and makes it the batch {@link #pollUsed()} returns: one buffer,
+     * or under IN_ORDER every buffer in flight up to the entry's id.
+     */
+    private void readUsedEntry() {
+        int slot = lastUsed & mask;
+        int id = used.elemId(slot);
+        long len = used.elemLen(slot);
+        if (Integer.compareUnsigned(id, size) >= 0) {
+            throw breakWith(new InvalidUsedIdException("used.ring[" + slot + "].id", Integer.toUnsignedLong(id),
+                    "not below the queue size " + size));
+        }
+        if (tokens[id] == null) {
+            throw breakWith(new InvalidUsedIdException("used.ring[" + slot + "].id", id,
+                    "is not the head of a buffer in flight"));
+        }
+        if (len > writableBytes[id]) {
+            throw breakWith(new UsedLengthTooLargeException("used.ring[" + slot + "].len", len,
+                    "exceeds the " + writableBytes[id] + " writable bytes of buffer " + id));
+        }
+        int buffers = 1;
+        if (inOrder) {
+            // Count the buffers from the oldest in flight up to id, stepping head to head. Bounded by the entries
+            // used.idx advanced by, which are at most the published buffers in flight (refreshUsed checked), so
+            // the walk never leaves the buffers in flight and always ends.
+            int advanced = (usedSeen - lastUsed) & 0xFFFF;
+            for (int h = (freeHead + numFree) & mask; h != id; h = (h + chainDescs[h]) & mask) {
+                if (++buffers > advanced) {
+                    throw breakWith(new UsedBatchTooLongException("used.ring[" + slot + "].id", id,
+                            "completes every buffer in flight up to head " + id + ": more than the " + advanced
+                                    + " entries used.idx advanced by (IN_ORDER)"));
+                }
+            }
+        }
+        batchLeft = buffers;
+        batchLastHead = id;
+        batchLastLength = len;
+    }
+
     /** Bytes the device wrote into the writable part of the buffer last returned by {@link #pollUsed()}. */
     @Override
     public long lastUsedLength() {
@@ -440,6 +495,12 @@ public final class SplitDriverQueue implements DriverQueue {
     }
 
     private void freeChain(int head) {
+        if (inOrder) {
+            // The links are a fixed circle and buffers come back in order: the freed descriptors are the ones
+            // right after the free run, which simply grows.
+            numFree += chainDescs[head];
+            return;
+        }
         int last = head;
         for (int i = chainDescs[head]; i > 1; i--) {
             last = next[last];
@@ -481,7 +542,8 @@ public final class SplitDriverQueue implements DriverQueue {
 
     /**
      * Like {@link #enableCallbacksOrFindPending()} but asks to be notified only after about 3/4 of the
-     * outstanding buffers are used (Linux {@code virtqueue_enable_cb_delayed}).
+     * published buffers not yet reaped are used (Linux {@code virtqueue_enable_cb_delayed}); buffers added and not yet
+     * published do not count, since the device cannot use them.
      *
      * @return true when that many buffers are already used (do not sleep: reap them); false when it is safe
      *         to sleep
@@ -490,7 +552,10 @@ public final class SplitDriverQueue implements DriverQueue {
     public boolean enableCallbacksDelayedOrFindPending() {
         checkNotBroken();
         counters.enableCalls++;
-        int bufs = ((availShadow - lastUsed) & 0xFFFF) * 3 / 4;
+        // Only published buffers can come back: under LAZY/ADAPTIVE the added but unpublished ones would push
+        // used_event past what the device can ever reach with what it sees (Linux counts avail_idx_shadow, which
+        // is what it has published by then).
+        int bufs = ((availPublished - lastUsed) & 0xFFFF) * 3 / 4;
         return armOrFindPending((lastUsed + bufs) & 0xFFFF, bufs);
     }
 

@@ -13,8 +13,10 @@ import static io.virtio4j.core.layout.PackedLayout.DESC_SIZE;
  * what publishes a descriptor (the driver's AVAIL/USED bits, then the device's), so it is stored with release and
  * loaded with acquire; addr, len and id are plain, ordered by those.
  *
- * <p>Packed indirect tables have the split descriptor's byte layout as far as addr, len and flags go (id and next
- * are reserved there), so a device reads them with {@link Descriptors}.
+ * <p>A packed indirect table is an array of packed descriptors (virtio 1.1 {@code pvirtq_indirect_descriptor_table}
+ * holds {@code struct pvirtq_desc}): flags sit at byte 14 as in the ring, not at byte 12 as in a split descriptor,
+ * so {@link Descriptors} would read the id as flags. The {@code indirect*} accessors read such a table, anywhere
+ * in guest memory (hence unaligned layouts, as the address is the guest's choice).
  */
 public final class PackedDescriptors {
     private PackedDescriptors() {
@@ -33,6 +35,15 @@ public final class PackedDescriptors {
         return Short.toUnsignedInt(ring.get(Le.U16, (long) DESC_SIZE * slot + DESC_ID));
     }
 
+    /**
+     * Plain load of the flags: only for a slot whose publication an acquire load already ordered: a later slot of
+     * the same list after its first descriptor's flags, or an earlier head after a later head's flags (the driver
+     * publishes heads in ring order).
+     */
+    public static int flagsPlainLoad(MemorySegment ring, int slot) {
+        return Short.toUnsignedInt(ring.get(Le.U16, (long) DESC_SIZE * slot + DESC_FLAGS));
+    }
+
     /** Acquire load: the descriptor's other fields read after it are those written before its flags were stored. */
     public static int flagsAcquire(MemorySegment ring, int slot) {
         return Short.toUnsignedInt((short) Le.U16_VH.getAcquire(ring, (long) DESC_SIZE * slot + DESC_FLAGS));
@@ -46,6 +57,28 @@ public final class PackedDescriptors {
     /** Plain store of the flags: only for descriptors of a list whose first descriptor is published later. */
     public static void flagsPlain(MemorySegment ring, int slot, int flags) {
         ring.set(Le.U16, (long) DESC_SIZE * slot + DESC_FLAGS, (short) flags);
+    }
+
+    public static long indirectAddr(MemorySegment seg, long tableBase, int index) {
+        return seg.get(Le.U64_UNALIGNED, tableBase + (long) DESC_SIZE * index + DESC_ADDR);
+    }
+
+    /** Length as an unsigned 32-bit value. */
+    public static long indirectLen(MemorySegment seg, long tableBase, int index) {
+        return Integer.toUnsignedLong(seg.get(Le.U32_UNALIGNED, tableBase + (long) DESC_SIZE * index + DESC_LEN));
+    }
+
+    public static int indirectFlags(MemorySegment seg, long tableBase, int index) {
+        return Short.toUnsignedInt(seg.get(Le.U16_UNALIGNED, tableBase + (long) DESC_SIZE * index + DESC_FLAGS));
+    }
+
+    /** Writes entry {@code index} of a packed indirect table: addr, len, flags, and the id (reserved there) as 0. */
+    public static void indirectWrite(MemorySegment seg, long tableBase, int index, long addr, int len, int flags) {
+        long off = tableBase + (long) DESC_SIZE * index;
+        seg.set(Le.U64_UNALIGNED, off + DESC_ADDR, addr);
+        seg.set(Le.U32_UNALIGNED, off + DESC_LEN, len);
+        seg.set(Le.U16_UNALIGNED, off + DESC_ID, (short) 0);
+        seg.set(Le.U16_UNALIGNED, off + DESC_FLAGS, (short) flags);
     }
 
     /** Writes addr, len and id; the flags are stored separately, since storing them is what publishes. */

@@ -10,6 +10,10 @@ import java.lang.invoke.VarHandle;
  * <p>It is one class of its own, with no switch, so that the memory-model tests (module {@code jcstress}) can
  * run the very same ring code without it: that module builds a fence-omitting class of this name and puts it in
  * front of this one only in its negative-control JVMs. Nothing in this library can turn the fence off.
+ *
+ * <p>These fences are not {@link Ordering#STRONG}'s extra ones and are not counted in
+ * {@link io.virtio4j.core.stats.QueueCounters#strongFences}: they are taken in every mode. What a full fence does
+ * and does not order on x86-64 and arm64 is set out in {@link Ordering}.
  */
 public final class Fences {
     private Fences() {

@@ -34,11 +34,17 @@ public final class QueueCounters {
     public long disableCalls;
     /** Ring violations detected. */
     public long errors;
+    /**
+     * Full fences taken because the queue's ordering is STRONG, at the points where WEAK relies on a release
+     * store or an acquire load alone (always 0 under WEAK). The store-&gt;load fences both orderings take are not
+     * counted: they are not a choice.
+     */
+    public long strongFences;
 
     public void reset() {
         buffers = completions = kicksSent = kicksSuppressed = notificationsSent = notificationsSuppressed = 0;
         availIdxReads = availIdxWrites = usedIdxReads = usedIdxWrites = 0;
-        spuriousWakeups = enableCalls = disableCalls = errors = 0;
+        spuriousWakeups = enableCalls = disableCalls = errors = strongFences = 0;
     }
 
     @Override
@@ -49,6 +55,6 @@ public final class QueueCounters {
                 + " availIdx r/w=" + availIdxReads + "/" + availIdxWrites
                 + " usedIdx r/w=" + usedIdxReads + "/" + usedIdxWrites
                 + " spurious=" + spuriousWakeups + " enable/disable=" + enableCalls + "/" + disableCalls
-                + " errors=" + errors;
+                + " errors=" + errors + " strongFences=" + strongFences;
     }
 }

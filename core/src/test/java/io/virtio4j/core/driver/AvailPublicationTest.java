@@ -169,7 +169,7 @@ class AvailPublicationTest {
             p.driver.add(p.sg().readable(r0, 16).readable(r1, 8).writable(w0, 32).writable(w1, 4), "indirect");
             assertEquals(15, p.driver.freeDescriptors());
 
-            MemorySegment desc = p.areas.descTable();
+            MemorySegment desc = p.splitAreas().descTable();
             assertEquals(DESC_F_INDIRECT, Descriptors.flags(desc, 0, 0));
             assertEquals(p.indirectTables, Descriptors.addr(desc, 0, 0), "head 0 uses table 0");
             assertEquals(4 * 16, Descriptors.len(desc, 0, 0));
@@ -210,12 +210,12 @@ class AvailPublicationTest {
         try (Pair p = Pair.withIndirect(16, 8, 3)) {
             p.add("two", 1, 1); // below the threshold: direct, descriptors 0 -> 1
             assertEquals(14, p.driver.freeDescriptors());
-            assertEquals(DESC_F_NEXT, Descriptors.flags(p.areas.descTable(), 0, 0));
+            assertEquals(DESC_F_NEXT, Descriptors.flags(p.splitAreas().descTable(), 0, 0));
 
             p.add("three", 2, 1); // at the threshold: indirect, head 2, table 2
             assertEquals(13, p.driver.freeDescriptors());
-            assertEquals(DESC_F_INDIRECT, Descriptors.flags(p.areas.descTable(), 0, 2));
-            assertEquals(p.indirectTables + 2 * 8 * 16, Descriptors.addr(p.areas.descTable(), 0, 2));
+            assertEquals(DESC_F_INDIRECT, Descriptors.flags(p.splitAreas().descTable(), 0, 2));
+            assertEquals(p.indirectTables + 2 * 8 * 16, Descriptors.addr(p.splitAreas().descTable(), 0, 2));
 
             p.add("nine", 5, 4); // more than a table holds: direct again
             assertEquals(4, p.driver.freeDescriptors());

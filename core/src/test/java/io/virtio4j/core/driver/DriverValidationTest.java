@@ -81,8 +81,8 @@ class DriverValidationTest {
     @Test
     void usedIdOfADescriptorInsideAChain() {
         p.add("a", 1, 2); // descriptors 0 -> 1 -> 2, head 0
-        assertEquals(DESC_F_NEXT, Descriptors.flags(p.areas.descTable(), 0, 0) & DESC_F_NEXT);
-        assertEquals(1, Descriptors.next(p.areas.descTable(), 0, 0));
+        assertEquals(DESC_F_NEXT, Descriptors.flags(p.splitAreas().descTable(), 0, 0) & DESC_F_NEXT);
+        assertEquals(1, Descriptors.next(p.splitAreas().descTable(), 0, 0));
         deviceReturns(0, 1, 0, 1);
         assertViolation(p.driver::pollUsed, InvalidUsedIdException.class, "used.ring[0].id", 1);
     }

@@ -117,6 +117,18 @@ final class VringTable implements AutoCloseable {
         return new VringState(v.index, v.base);
     }
 
+    /**
+     * The state a packed ring starts from. QEMU sends both halves of the base; DPDK's virtio-user sends only the
+     * avail half (0x8000 for a fresh ring: position 0, wrap counter 1, and 0 above), and DPDK's own back-end ignores
+     * the used half altogether, taking the used position and wrap counter equal to the avail ones (nothing is in
+     * flight across a stop). So a base whose used half is 0 is read the same way; a used half of 0 is otherwise a
+     * ring stopped with its used position at 0 in an odd lap, which then resumes as if nothing were in flight.
+     */
+    private static QueueState packedState(long base) {
+        QueueState s = QueueState.fromPackedBase(base);
+        return (base >>> 16) == 0 ? new QueueState(s.nextAvail(), s.availWrap(), s.nextAvail(), s.availWrap()) : s;
+    }
+
     /** Whether the negotiated features make the rings packed (VIRTIO_F_RING_PACKED). */
     private boolean packed() {
         return VirtioFeatures.has(features, VirtioFeatures.RING_PACKED);
@@ -287,7 +299,7 @@ final class VringTable implements AutoCloseable {
                 DeviceOptions.fromFeatures(features, options.ordering(), options.cachedAvailOnEnable()), v.call);
         try {
             // A split base gives the avail index only: the used index is the one the new queue read from the ring.
-            queue.restart(areas instanceof PackedRingAreas ? QueueState.fromPackedBase(v.base)
+            queue.restart(areas instanceof PackedRingAreas ? packedState(v.base)
                     : QueueState.split((int) v.base, queue.state().nextUsed()));
         } catch (VirtqueueException e) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base, e.getMessage());

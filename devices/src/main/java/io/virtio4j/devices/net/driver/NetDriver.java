@@ -370,6 +370,7 @@ public final class NetDriver implements AutoCloseable {
             for (Ring r : d.rings) {
                 d.setUpRing(r.index, d.initialBase());
             }
+            d.driverOk();
             return d;
         } catch (RuntimeException | Error e) {
             d.close();
@@ -453,6 +454,20 @@ public final class NetDriver implements AutoCloseable {
         frontend().setMemTable(List.of(region()));
         for (Ring r : rings) {
             setUpRing(r.index, initialBase());
+        }
+        driverOk();
+    }
+
+    /** Device status bits (virtio 1.x 2.1): ACKNOWLEDGE, DRIVER, FEATURES_OK, DRIVER_OK. */
+    private static final int STATUS_DRIVER_OK = 0x1 | 0x2 | 0x8 | 0x4;
+
+    /**
+     * Tells the back-end the driver is ready (SET_STATUS with DRIVER_OK) when STATUS was negotiated, as QEMU does
+     * once the rings are set up: DPDK's back-end, for one, does not start a device before it sees DRIVER_OK.
+     */
+    private void driverOk() {
+        if ((negotiatedProtocol & bit(ProtocolFeatures.STATUS)) != 0) {
+            frontend().setStatus(STATUS_DRIVER_OK);
         }
     }
 

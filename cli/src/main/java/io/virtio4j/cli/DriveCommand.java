@@ -1,0 +1,210 @@
+package io.virtio4j.cli;
+
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.devices.net.NetFeatures;
+import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.vhost.frontend.VhostUserFrontend;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.BitSet;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/** {@code virtio4j drive}: vhost-user front-ends, the guest's side played by this process. */
+@Command(name = "drive", mixinStandardHelpOptions = true, description = "Drive a vhost-user device as its front-end and guest.",
+        subcommands = {DriveCommand.Net.class})
+public final class DriveCommand {
+
+    /**
+     * {@code virtio4j drive net}: connects to a vhost-user net back-end (DPDK's net_vhost, ours, any), sets it up
+     * as QEMU would, and sends frames: {@code txonly} as fast as the ring takes them, or {@code echo}, which also
+     * receives what the back-end sends back (macswap, loopback, io) and checks every echoed frame against the one
+     * sent (a sequence number and a pattern in each). Prints a RESULT line in the peers/ scripts' vocabulary.
+     */
+    @Command(name = "net", mixinStandardHelpOptions = true, sortOptions = false,
+            description = {"A virtio-net front-end and guest driver over vhost-user.",
+                    "Example: virtio4j drive net --socket /tmp/vhost.sock --ring packed --in-order on --mode echo --packets 10007"})
+    static final class Net implements Callable<Integer> {
+        /** Byte offset of the sequence number in a frame: after the Ethernet header. */
+        private static final int SEQ_OFFSET = 14;
+        private static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+        @Spec
+        CommandSpec spec;
+        @Option(names = "--socket", required = true, paramLabel = "PATH", description = "the back-end's vhost-user socket")
+        Path socket;
+        @Option(names = "--ring", paramLabel = "split|packed", description = "ring format (default split)",
+                converter = Converters.RingFormatConverter.class)
+        RingFormat ring = RingFormat.SPLIT;
+        @Option(names = "--in-order", arity = "1", paramLabel = "on|off", description = "negotiate VIRTIO_F_IN_ORDER (default off)",
+                converter = Converters.OnOffConverter.class)
+        boolean inOrder;
+        @Option(names = "--queue-size", description = "entries per ring (default ${DEFAULT-VALUE})")
+        int queueSize = 256;
+        @Option(names = "--mode", paramLabel = "txonly|echo", description = "txonly: send only; echo: send and check "
+                + "what comes back (default ${DEFAULT-VALUE})")
+        String mode = "txonly";
+        @Option(names = "--frame-size", paramLabel = "B", description = "Ethernet frame length without CRC, 60 to 2032 (default ${DEFAULT-VALUE})")
+        int frameSize = 64;
+        @Option(names = "--packets", paramLabel = "N", description = "send exactly N frames (default: for --duration)")
+        long packets;
+        @Option(names = "--duration", paramLabel = "S", description = "send for S seconds when --packets is not given (default ${DEFAULT-VALUE})")
+        double duration = 5;
+        @Option(names = "--drain", paramLabel = "S", description = "echo: keep receiving S seconds after the last frame (default ${DEFAULT-VALUE})")
+        double drain = 1;
+        @Option(names = "--connect-timeout", paramLabel = "S", description = "wait this long for the socket (default ${DEFAULT-VALUE})")
+        int connectTimeout = 30;
+
+        private static final byte[] DST = {(byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF};
+        private static final byte[] SRC = {0x02, 0, 0, 0, 0, 0x01};
+
+        private final NetDriver.FrameHandler checker = (f, length, numBuffers) -> check(f, length);
+        private long received;
+        private long receivedBytes;
+        private long corrupt;
+        private long duplicate;
+        private BitSet seen;
+
+        @Override
+        public Integer call() throws Exception {
+            boolean echo = switch (mode) {
+                case "txonly" -> false;
+                case "echo" -> true;
+                default -> throw new ParameterException(spec.commandLine(), "--mode: " + mode + " is not txonly or echo");
+            };
+            if (frameSize < 60 || frameSize > NetDriver.TX_SLOT - 16) {
+                throw new ParameterException(spec.commandLine(), "--frame-size: " + frameSize + " is not in [60, "
+                        + (NetDriver.TX_SLOT - 16) + "]");
+            }
+            if (!ring.isValidQueueSize(queueSize)) {
+                throw new ParameterException(spec.commandLine(), "--queue-size: " + queueSize + " is not a valid "
+                        + ring.name().toLowerCase(Locale.ROOT) + " queue size");
+            }
+            if (packets < 0 || packets > Integer.MAX_VALUE) {
+                throw new ParameterException(spec.commandLine(), "--packets: " + packets + " is not in [1, " + Integer.MAX_VALUE + "]");
+            }
+            NetDriver.Config config = NetDriver.Config.defaults().withFormat(ring).withInOrder(inOrder)
+                    .withQueueSize(queueSize).withRxBufferSize(2048);
+            seen = echo && packets > 0 ? new BitSet((int) packets) : null;
+            VhostUserFrontend fe = VhostUserFrontend.connect(socket, Duration.ofSeconds(connectTimeout));
+            try (NetDriver g = NetDriver.start(fe, config); Arena arena = Arena.ofConfined()) {
+                MemorySegment frame = arena.allocate(frameSize, 8);
+                frame.asSlice(0, 6).copyFrom(MemorySegment.ofArray(DST)); // broadcast: a switch or a tap would flood it
+                frame.asSlice(6, 6).copyFrom(MemorySegment.ofArray(SRC));
+                frame.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), 12, (short) 0x88B5); // local experimental
+                if (echo) {
+                    g.postRx(0);
+                }
+                long t0 = System.nanoTime();
+                long end = packets > 0 ? Long.MAX_VALUE : t0 + (long) (duration * 1e9);
+                long sent = 0;
+                long sentBytes = 0;
+                while (packets > 0 ? sent < packets : System.nanoTime() < end) {
+                    g.reapTx(0);
+                    int n = 0;
+                    // echo: never more frames on their way than half the receive ring can take back, or a back-end
+                    // that finds no receive buffer drops the echo and the count can never be exact
+                    while (g.txFree(0) > 0 && (packets == 0 || sent < packets) && n < 64
+                            && (!echo || sent - received < queueSize / 2)) {
+                        fill(frame, sent);
+                        g.send(0, frame, 0, frameSize);
+                        sent++;
+                        sentBytes += frameSize;
+                        n++;
+                    }
+                    g.kickTx(0);
+                    if (echo) {
+                        receive(g);
+                    }
+                    if (n == 0) {
+                        Thread.onSpinWait();
+                    }
+                }
+                long t1 = System.nanoTime();
+                if (echo) {
+                    long drainEnd = System.nanoTime() + (long) (drain * 1e9);
+                    while (System.nanoTime() < drainEnd && (seen == null || received < packets)) {
+                        g.reapTx(0);
+                        if (receive(g) == 0) {
+                            g.awaitRx(0, 1_000_000);
+                        }
+                    }
+                }
+                double window = (t1 - t0) / 1e9;
+                System.out.printf(Locale.ROOT, "RESULT role=virtio4j-driver mode=%s frame=%d ring=%s in_order=%d queue_size=%d "
+                                + "window_s=%.2f TX-packets=%d TX-bytes=%d RX-packets=%d RX-bytes=%d RX-corrupt=%d "
+                                + "RX-duplicate=%d TX-pps=%.0f features=0x%x%n",
+                        mode, frameSize, ring.name().toLowerCase(Locale.ROOT), inOrder ? 1 : 0, queueSize, window, sent,
+                        sentBytes, received, receivedBytes, corrupt, duplicate, sent / window, config.features());
+                System.out.flush();
+                return corrupt == 0 && duplicate == 0 ? 0 : 1;
+            }
+        }
+
+        /** Sequence number {@code seq} after the Ethernet header, then a pattern that follows from it. */
+        private void fill(MemorySegment frame, long seq) {
+            frame.set(LE_LONG, SEQ_OFFSET, seq);
+            for (int i = SEQ_OFFSET + 8; i < frameSize; i++) {
+                frame.set(ValueLayout.JAVA_BYTE, i, (byte) (seq + i));
+            }
+        }
+
+        /** Receives what is there, checks each frame, refills the receive ring; returns the frames received. */
+        private int receive(NetDriver g) {
+            int n = g.receive(0, checker);
+            if (n > 0) {
+                g.postRx(0);
+            }
+            return n;
+        }
+
+        /**
+         * A frame is intact when it has the sent length, the two MACs as sent or swapped (macswap), and the pattern of
+         * its sequence number.
+         */
+        private void check(MemorySegment f, long length) {
+            received++;
+            long frameLength = length - NetFeatures.HDR_LEN;
+            receivedBytes += frameLength;
+            int base = NetFeatures.HDR_LEN;
+            if (frameLength != frameSize) {
+                corrupt++;
+                return;
+            }
+            boolean asSent = macIs(f, base, DST) && macIs(f, base + 6, SRC);
+            boolean swapped = macIs(f, base, SRC) && macIs(f, base + 6, DST);
+            long seq = f.get(LE_LONG, base + SEQ_OFFSET);
+            boolean ok = (asSent || swapped) && seq >= 0 && (packets == 0 || seq < packets);
+            for (int i = SEQ_OFFSET + 8; ok && i < frameSize; i++) {
+                ok = f.get(ValueLayout.JAVA_BYTE, base + i) == (byte) (seq + i);
+            }
+            if (!ok) {
+                corrupt++;
+            } else if (seen != null) {
+                if (seen.get((int) seq)) {
+                    duplicate++;
+                }
+                seen.set((int) seq);
+            }
+        }
+
+        private static boolean macIs(MemorySegment f, long offset, byte[] mac) {
+            for (int i = 0; i < 6; i++) {
+                if (f.get(ValueLayout.JAVA_BYTE, offset + i) != mac[i]) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+}
