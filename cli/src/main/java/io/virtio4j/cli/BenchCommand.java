@@ -38,7 +38,8 @@ public final class BenchCommand implements Callable<Integer> {
     long bufs = D.bufs();
     @Option(names = "--ring-size", description = "queue size, a power of two (default ${DEFAULT-VALUE})")
     int ringSize = D.ringSize();
-    @Option(names = "--ring", description = "split | packed: the ring format (default ${DEFAULT-VALUE})", converter = Converters.RingFormatConverter.class)
+    @Option(names = "--ring", paramLabel = "split|packed", description = "ring format, both sides (default split)",
+            converter = Converters.RingFormatConverter.class)
     RingFormat ring = D.ring();
     @Option(names = "--batch", description = "buffers added per kick / pushed per used publication (default ${DEFAULT-VALUE})")
     int batch = D.batch();
@@ -50,7 +51,8 @@ public final class BenchCommand implements Callable<Integer> {
     boolean indirect = D.indirect();
     @Option(names = "--no-event-idx", description = "do not negotiate VIRTIO_F_EVENT_IDX: suppress with the flags")
     boolean noEventIdx = !D.eventIdx();
-    @Option(names = "--in-order", arity = "1", paramLabel = "on|off", description = "on | off: negotiate VIRTIO_F_IN_ORDER on both sides (default off)", converter = Converters.OnOffConverter.class)
+    @Option(names = "--in-order", arity = "1", paramLabel = "on|off", description = "negotiate VIRTIO_F_IN_ORDER on both "
+            + "sides (default off)", converter = Converters.OnOffConverter.class)
     boolean inOrder = D.inOrder();
     @Option(names = "--delayed-interrupt", description = "driver asks for a notification after ~3/4 of outstanding buffers")
     boolean delayedInterrupt = D.delayedInterrupt();

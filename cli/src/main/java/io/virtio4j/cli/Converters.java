@@ -1,6 +1,5 @@
 package io.virtio4j.cli;
 
-import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.ordering.Ordering;
@@ -37,13 +36,6 @@ final class Converters {
         @Override
         public AvailPublication convert(String v) {
             return parse(AvailPublication.class, v);
-        }
-    }
-
-    static final class RingFormatConverter implements ITypeConverter<RingFormat> {
-        @Override
-        public RingFormat convert(String v) {
-            return parse(RingFormat.class, v);
         }
     }
 
