@@ -36,7 +36,7 @@ public final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--bufs", description = "buffers per run (default ${DEFAULT-VALUE})")
     long bufs = D.bufs();
-    @Option(names = "--ring-size", description = "queue size, a power of two (default ${DEFAULT-VALUE})")
+    @Option(names = "--ring-size", description = "queue size: a power of two for split rings, 1 to 32768 for packed (default ${DEFAULT-VALUE})")
     int ringSize = D.ringSize();
     @Option(names = "--ring", paramLabel = "split|packed", description = "ring format, both sides (default split)",
             converter = Converters.RingFormatConverter.class)
