@@ -95,4 +95,16 @@ public record DriverOptions(Ordering ordering, boolean eventIdx, MemorySegment i
     public static long indirectTablesBytes(int queueSize, int maxElements) {
         return (long) queueSize * maxElements * 16;
     }
+
+    /**
+     * Checks that the indirect tables, if any, hold one table per entry of a queue of {@code queueSize}.
+     *
+     * @throws IllegalArgumentException when the segment is too small
+     */
+    void requireIndirectTablesFor(int queueSize) {
+        if (indirectTables != null && indirectTables.byteSize() < indirectTablesBytes(queueSize, indirectMaxElements)) {
+            throw new IllegalArgumentException("indirect tables need " + indirectTablesBytes(queueSize, indirectMaxElements)
+                    + " bytes, segment has " + indirectTables.byteSize());
+        }
+    }
 }

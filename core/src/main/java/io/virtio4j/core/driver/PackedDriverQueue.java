@@ -146,12 +146,7 @@ public final class PackedDriverQueue implements DriverQueue {
         this.indirectTablesGuestAddr = options.indirectTablesGuestAddr();
         this.indirectMaxElements = options.indirectMaxElements();
         this.indirectThreshold = options.indirectThreshold();
-        if (indirectTables != null
-                && indirectTables.byteSize() < DriverOptions.indirectTablesBytes(size, indirectMaxElements)) {
-            throw new IllegalArgumentException("indirect tables need "
-                    + DriverOptions.indirectTablesBytes(size, indirectMaxElements) + " bytes, segment has "
-                    + indirectTables.byteSize());
-        }
+        options.requireIndirectTablesFor(size);
         this.freeIds = new int[size];
         this.tokens = new Object[size];
         this.slotCount = new int[size];
@@ -269,17 +264,8 @@ public final class PackedDriverQueue implements DriverQueue {
     @Override
     public void add(ScatterGather sg, Object token) {
         checkNotBroken();
+        sg.requireAddable(token, size);
         int elements = sg.count();
-        if (elements == 0) {
-            throw new IllegalArgumentException("a buffer needs at least one element");
-        }
-        if (elements > size) {
-            // A list, indirect or not, must not be longer than the queue size (as for split, 2.7.5.3.1).
-            throw new IllegalArgumentException("a buffer of " + elements + " elements exceeds the queue size " + size);
-        }
-        if (token == null) {
-            throw new IllegalArgumentException("token must not be null");
-        }
         boolean indirect = useIndirect(elements);
         int needed = indirect ? 1 : elements;
         if (numFree < needed) {

@@ -91,4 +91,24 @@ public final class ScatterGather {
     public boolean isWritable(int i) {
         return i >= readable;
     }
+
+    /**
+     * Checks what {@link DriverQueue#add} needs of a buffer and its token, whatever the ring format: at least one
+     * element, no more than the queue size (virtio 1.x 2.7.5.3.1 for split, 2.8.10 for packed: a buffer, indirect or
+     * not, is never longer than the queue), and a token.
+     *
+     * @throws IllegalArgumentException naming what is wrong
+     */
+    void requireAddable(Object token, int queueSize) {
+        int elements = count();
+        if (elements == 0) {
+            throw new IllegalArgumentException("a buffer needs at least one element");
+        }
+        if (elements > queueSize) {
+            throw new IllegalArgumentException("a buffer of " + elements + " elements exceeds the queue size " + queueSize);
+        }
+        if (token == null) {
+            throw new IllegalArgumentException("token must not be null");
+        }
+    }
 }
