@@ -4,7 +4,9 @@ import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.NetDevice;
 import io.virtio4j.devices.net.NetMode;
 import io.virtio4j.vhost.backend.InProcessBackend;
-import org.junit.jupiter.api.Test;
+import io.virtio4j.core.layout.RingFormat;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -61,13 +63,16 @@ class NetDriverAllocationTest {
         }
     }
 
-    @Test
-    void echoingAllocatesNothing() throws Exception {
+    /** Split, and packed with IN_ORDER (the other ring paths: flags, event suppression, batched used descriptors). */
+    @ParameterizedTest
+    @CsvSource({"SPLIT, false", "PACKED, true"})
+    void echoingAllocatesNothing(RingFormat format, boolean inOrder) throws Exception {
         NetDevice device = new NetDevice(new NetDevice.Options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY, 20_000, 64,
                 new int[0], new byte[] {0x52, 0x54, 0x00, 0x12, 0x34, 0x56}, 1500));
         InProcessBackend.Connected c = InProcessBackend.start(device, "driver-alloc");
         try (device; Arena arena = Arena.ofConfined();
-             NetDriver d = NetDriver.start(c.frontend(), NetDriver.Config.defaults())) {
+             NetDriver d = NetDriver.start(c.frontend(),
+                     NetDriver.Config.defaults().withFormat(format).withInOrder(inOrder))) {
             MemorySegment frame = arena.allocate(60);
             Counter counter = new Counter();
             long worker = device.workerThreadId(0);
