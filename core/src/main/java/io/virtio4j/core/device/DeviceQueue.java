@@ -37,7 +37,11 @@ public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue 
 
     /**
      * Where the queue stands now: the position the next {@link #pop()} reads and the next used entry goes. What
-     * vhost-user's GET_VRING_BASE answers; meaningful once the queue is quiescent (nothing popped and not pushed).
+     * vhost-user's GET_VRING_BASE answers. Buffers popped and not yet pushed stay behind it (they are the device's
+     * until pushed); a broken queue answers the used position it last published.
+     *
+     * @throws IllegalStateException when used entries were pushed but not published: a state taken then and
+     *         restarted from would have skipped them, and the driver would wait for them for ever
      */
     QueueState state();
 

@@ -191,8 +191,14 @@ public final class PackedDeviceQueue implements DeviceQueue {
      */
     @Override
     public QueueState state() {
-        int used = advance(line(nextUsed, usedWrap), runSlots);
-        return new QueueState(nextAvail, availWrap, slotOf(used), wrapOf(used));
+        if (heldSlot >= 0 || runSlots > 0) {
+            if (broken == null) {
+                throw new IllegalStateException("used descriptors pushed but not published: publishUsed() first");
+            }
+            // Broken: nothing more will be published, so the driver has seen what it will see.
+            return new QueueState(nextAvail, availWrap, slotOf(publishedLine), wrapOf(publishedLine));
+        }
+        return new QueueState(nextAvail, availWrap, nextUsed, usedWrap);
     }
 
     /**
@@ -233,6 +239,8 @@ public final class PackedDeviceQueue implements DeviceQueue {
         runSlots = 0;
         knownCount = 0;
         popSeq = pushSeq = 0;
+        // The driver may have rewritten the device event area meanwhile (a reset zeroes it): store the next disable.
+        kicksEnabled = true;
         Arrays.fill(inFlight, false);
     }
 
@@ -603,7 +611,8 @@ public final class PackedDeviceQueue implements DeviceQueue {
      * driver reads a slot only after the one before it, and the release of the first orders all of them.
      */
     private void writeUsed(int id, int len, int slots) {
-        int flags = PackedLayout.usedBits(usedWrap) | (len > 0 ? DESC_F_WRITE : 0);
+        // len is the unsigned 32-bit length: from 2 GiB up it is negative as an int, and still written
+        int flags = PackedLayout.usedBits(usedWrap) | (len != 0 ? DESC_F_WRITE : 0);
         PackedDescriptors.writeUsed(ring, nextUsed, id, len);
         if (heldSlot < 0) {
             heldSlot = nextUsed;

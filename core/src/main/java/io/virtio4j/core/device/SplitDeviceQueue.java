@@ -157,6 +157,8 @@ public final class SplitDeviceQueue implements DeviceQueue {
         lastAvail = availCache = nextAvail;
         usedShadow = usedPublished = usedDecided = nextUsed;
         signalledUsedValid = false;
+        // The driver may have rewritten used.flags meanwhile (a reset zeroes the ring): store the next disable.
+        kicksEnabled = true;
         java.util.Arrays.fill(inFlight, false);
         expectedHead = -1;
         pushCursor = nextAvail;
@@ -176,6 +178,13 @@ public final class SplitDeviceQueue implements DeviceQueue {
      */
     @Override
     public QueueState state() {
+        if (usedShadow != usedPublished || runLength > 0) {
+            if (broken == null) {
+                throw new IllegalStateException("used entries pushed but not published: publishUsed() first");
+            }
+            // Broken: nothing more will be published, so the driver has seen what it will see.
+            return QueueState.split(lastAvail, usedPublished);
+        }
         return QueueState.split(lastAvail, usedShadow);
     }
 

@@ -615,8 +615,9 @@ class PackedDeviceQueueTest {
             ring.device.pushUsed(6, 0);
             ring.device.pushUsed(2, 5); // partial: ends the run with its own length
             ring.device.pushUsed(3, 16);
-            assertEquals(new QueueState(6, true, 6, true), ring.device.state());
+            assertThrows(IllegalStateException.class, ring.device::state, "pushed, not yet published");
             ring.device.flushUsed();
+            assertEquals(new QueueState(6, true, 6, true), ring.device.state());
             int used1 = PackedLayout.usedBits(true);
             assertEquals(new Used(2, 5, used1 | DESC_F_WRITE), ring.reap(), "one entry for 4, 0, 6, 2 at slot 0");
             assertEquals(used1, ring.flagsAt(0) & ~DESC_F_WRITE);
