@@ -103,7 +103,9 @@ class TapFairnessTest {
             }
             NetStats s = rig.device.stats(0);
             assertEquals(TX_FRAMES, s.fromGuestPackets(), s.toString());
-            assertTrue(s.toGuestPackets() > 1000, "the flood reached the guest: " + s);
+            // What the waits above established, no more: how many flood frames arrive while 400 go out is a matter of
+            // speed (945 in one run where the transmit was quick), and the test asserts no timing.
+            assertTrue(s.toGuestPackets() > FLOOD_SEEN, "the flood reached the guest: " + s);
             assertTrue(s.weightLimited() > 0, "rounds were cut by the weight: " + s);
         }
     }
@@ -134,7 +136,7 @@ class TapFairnessTest {
             NetStats s1 = rig.device.stats(1);
             assertEquals(TX_FRAMES, s0.fromGuestPackets(), "pair 0: " + s0);
             assertEquals(TX_FRAMES, s1.fromGuestPackets(), "pair 1: " + s1);
-            assertTrue(rx0.get() + rx1.get() > 1000, "the flood reached the guest: " + rx0 + " + " + rx1);
+            assertTrue(rx0.get() + rx1.get() >= FLOOD_SEEN, "the flood reached the guest: " + rx0 + " + " + rx1);
         }
     }
 }
