@@ -7,6 +7,7 @@ import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.layout.PackedLayout;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
@@ -331,6 +332,17 @@ final class VringTable implements AutoCloseable {
      */
     private RingAreas ringAreas(MemoryTable table, String request, Vring v) throws VhostUserProtocolException {
         int q = v.num;
+        // SET_VRING_NUM and SET_VRING_BASE were checked against the features of their day; a front-end may have
+        // renegotiated the format since (SET_FEATURES is taken while the rings are stopped): check again.
+        RingFormat format = packed() ? RingFormat.PACKED : RingFormat.SPLIT;
+        if (!format.isValidQueueSize(q)) {
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "].num", q,
+                    "is not a " + (packed() ? "packed" : "split") + " queue size: the ring format changed after SET_VRING_NUM");
+        }
+        if (!packed() && v.base > 0xFFFF) {
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base,
+                    "a split ring base is a 16-bit index: the ring format changed after SET_VRING_BASE");
+        }
         if (packed()) {
             MemorySegment ring = userArea(table, request, v, "desc", v.descAddr, PackedLayout.descRingBytes(q), PackedLayout.DESC_ALIGN);
             MemorySegment driverEvent = userArea(table, request, v, "avail", v.availAddr, PackedLayout.EVENT_SIZE, PackedLayout.EVENT_ALIGN);

@@ -783,6 +783,31 @@ class HostileFrontendTest {
         }
     }
 
+    /**
+     * A size or base set under one format, then the format changed by SET_FEATURES while the ring was stopped: the
+     * ring does not start, the request that would start it fails, naming the field.
+     */
+    @ParameterizedTest(name = "size {0}, base 0x{1}")
+    @org.junit.jupiter.params.provider.CsvSource({"250, 0", "256, 2147516416"})
+    void aSizeOrBaseThatTheRenegotiatedFormatRefusesKeepsTheRingStopped(int size, long base) {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd();
+             Rejections rejections = new Rejections()) {
+            attack(true, OFFERED, fe -> {
+                fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER, 0, mem)));
+                fe.setVringNum(0, size);
+                fe.setVringBase(0, base);
+                fe.setFeatures(OFFERED & ~PACKED); // split from now on
+                fe.setVringAddr(0, USER, USER + 8192, USER + 4096);
+                fe.setVringCall(0, call);
+                fe.setVringKick(0, kick);
+                fe.sendRaw(Request.SET_VRING_ENABLE.code(), NEED, state(0, 1));
+                expectFailureAck(fe, Request.SET_VRING_ENABLE.code());
+                assertFalse(server.device.calls.contains("start 0"), "ring 0 was started: " + server.device.calls);
+                rejections.assertNamed("SET_VRING_ENABLE", size == 250 ? "vring[0].num" : "vring[0].base");
+            });
+        }
+    }
+
     /** A split ring's base is a 16-bit index: a larger value is refused. */
     @Test
     void splitBaseBeyondSixteenBitsIsRefused() {
