@@ -673,7 +673,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
         undecidedSlots = 0;
         decidedValid = true;
         if (mode == PackedLayout.EVENT_F_MODE_MASK) {
-            throw breakWith(new ReservedEventModeException("driverEvent.flags", word >>> 16,
+            throw breakWith(new ReservedEventModeException("driverEvent.flags", EventSuppression.flags(word),
                     "event suppression mode 3 is reserved"));
         }
         if (!valid) {

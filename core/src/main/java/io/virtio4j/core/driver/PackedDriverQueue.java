@@ -399,7 +399,7 @@ public final class PackedDriverQueue implements DriverQueue {
             case EVENT_F_ENABLE -> true;
             case EVENT_F_DISABLE -> false;
             case EVENT_F_DESC -> descEventCrossed(EventSuppression.offWrap(word), added);
-            default -> throw breakWith(new ReservedEventModeException("deviceEvent.flags", word >>> 16,
+            default -> throw breakWith(new ReservedEventModeException("deviceEvent.flags", EventSuppression.flags(word),
                     "event suppression mode 3 is reserved"));
         };
         if (needKick) {

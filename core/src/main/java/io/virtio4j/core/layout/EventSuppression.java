@@ -9,6 +9,9 @@ import java.lang.invoke.VarHandle;
  */
 public final class EventSuppression {
     private static final VarHandle U32_VH = Le.U32.varHandle();
+    /** Where each field sits in the little-endian word: off_wrap in the low half, flags in the high half. */
+    private static final int OFF_WRAP_SHIFT = 8 * PackedLayout.EVENT_OFF_WRAP;
+    private static final int FLAGS_SHIFT = 8 * PackedLayout.EVENT_FLAGS;
 
     private final MemorySegment seg;
 
@@ -28,14 +31,19 @@ public final class EventSuppression {
 
     /** Release store of both fields at once. */
     public void release(int offWrap, int flags) {
-        U32_VH.setRelease(seg, 0L, (offWrap & 0xFFFF) | (flags << 16));
+        U32_VH.setRelease(seg, 0L, ((offWrap & 0xFFFF) << OFF_WRAP_SHIFT) | ((flags & 0xFFFF) << FLAGS_SHIFT));
     }
 
     public static int offWrap(int word) {
-        return word & 0xFFFF;
+        return (word >>> OFF_WRAP_SHIFT) & 0xFFFF;
+    }
+
+    /** The whole flags field (mode and reserved bits), as the other side wrote it. */
+    public static int flags(int word) {
+        return (word >>> FLAGS_SHIFT) & 0xFFFF;
     }
 
     public static int mode(int word) {
-        return (word >>> 16) & PackedLayout.EVENT_F_MODE_MASK;
+        return flags(word) & PackedLayout.EVENT_F_MODE_MASK;
     }
 }

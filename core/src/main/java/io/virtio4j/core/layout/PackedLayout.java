@@ -50,10 +50,6 @@ public final class PackedLayout {
         return (long) DESC_SIZE * queueSize;
     }
 
-    public static long descOffset(int slot) {
-        return (long) DESC_SIZE * slot;
-    }
-
     /** Whether {@code flags} mark a descriptor available to a device whose wrap counter is {@code wrap}. */
     public static boolean isAvailable(int flags, boolean wrap) {
         boolean a = (flags & DESC_F_AVAIL) != 0;

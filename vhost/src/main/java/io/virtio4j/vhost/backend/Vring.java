@@ -25,8 +25,6 @@ final class Vring {
     /** Non-null while started. */
     QueueContext started;
     DeviceQueue queue;
-    /** Whether {@link #queue} is a packed ring: its base is then encoded as {@code QueueState#toPackedBase}. */
-    boolean packed;
 
     Vring(int index) {
         this.index = index;

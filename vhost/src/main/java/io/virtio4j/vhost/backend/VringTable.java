@@ -2,6 +2,7 @@ package io.virtio4j.vhost.backend;
 
 import io.virtio4j.core.device.DeviceOptions;
 import io.virtio4j.core.device.DeviceQueue;
+import io.virtio4j.core.device.PackedDeviceQueue;
 import io.virtio4j.core.device.QueueState;
 import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.layout.PackedLayout;
@@ -321,7 +322,6 @@ final class VringTable implements AutoCloseable {
                     "the device cannot use the ring's descriptors: " + e.getMessage(), e);
         }
         v.queue = queue;
-        v.packed = areas instanceof PackedRingAreas;
         v.started = context;
     }
 
@@ -376,7 +376,7 @@ final class VringTable implements AutoCloseable {
         }
         device.stopQueue(v.index);
         QueueState state = v.queue.state();
-        v.base = v.packed ? state.toPackedBase() : state.nextAvail();
+        v.base = v.queue instanceof PackedDeviceQueue ? state.toPackedBase() : state.nextAvail();
         v.started = null;
         // The device signals no more: the call and error eventfds replaced while it ran can all go now.
         v.callFd.closeRetired();
