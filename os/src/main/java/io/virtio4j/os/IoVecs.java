@@ -1,0 +1,78 @@
+package io.virtio4j.os;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * A native array of {@code struct iovec} ({@code void *iov_base; size_t iov_len;}, 16 bytes each): what
+ * {@code preadv}/{@code pwritev} and io_uring's READV/WRITEV take. A flyweight: one is allocated per request slot
+ * up front and refilled for every request, so filling it allocates nothing.
+ *
+ * <p>An entry holds a raw address: the memory it points at must stay mapped until the kernel is done with the
+ * operation (for io_uring, until its completion is reaped). Whoever fills it owns that guarantee.
+ */
+public final class IoVecs {
+    /** Bytes of one {@code struct iovec} on LP64 Linux. */
+    public static final long ENTRY_BYTES = 16;
+    /** Linux's UIO_MAXIOV: the most entries one vectored call takes. */
+    public static final int MAX_ENTRIES = 1024;
+
+    private final MemorySegment array;
+    private final int capacity;
+
+    private IoVecs(MemorySegment array, int capacity) {
+        this.array = array;
+        this.capacity = capacity;
+    }
+
+    /** An array of {@code capacity} entries (1 to {@link #MAX_ENTRIES}) in {@code arena}. */
+    public static IoVecs allocate(Arena arena, int capacity) {
+        if (capacity < 1 || capacity > MAX_ENTRIES) {
+            throw new IllegalArgumentException("an iovec array holds 1 to " + MAX_ENTRIES + " entries, not " + capacity);
+        }
+        return new IoVecs(arena.allocate(ENTRY_BYTES * capacity, 8), capacity);
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    /** Entry {@code i}: {@code length} bytes at {@code offset} of {@code region} (checked against the region). */
+    public void set(int i, MemorySegment region, long offset, long length) {
+        if (offset < 0 || length < 0 || length > region.byteSize() - offset) {
+            throw new IndexOutOfBoundsException("iovec " + i + ": " + length + " bytes at " + offset + " of a "
+                    + region.byteSize() + "-byte region");
+        }
+        long at = ENTRY_BYTES * i; // the segment's bounds check refuses i outside the array
+        array.set(ValueLayout.JAVA_LONG, at, region.address() + offset);
+        array.set(ValueLayout.JAVA_LONG, at + 8, length);
+    }
+
+    /** Entry {@code i}'s length. */
+    public long length(int i) {
+        return array.get(ValueLayout.JAVA_LONG, ENTRY_BYTES * i + 8);
+    }
+
+    /** Sum of the lengths of entries {@code from} to {@code from + count - 1}. */
+    public long totalLength(int from, int count) {
+        long n = 0;
+        for (int i = from; i < from + count; i++) {
+            n += length(i);
+        }
+        return n;
+    }
+
+    /** The address of entry {@code i}, for a system call (bounds-checked). */
+    public MemorySegment entryAddress(int i) {
+        if (i < 0 || i >= capacity) {
+            throw new IndexOutOfBoundsException("iovec " + i + " of " + capacity);
+        }
+        return array.asSlice(ENTRY_BYTES * i);
+    }
+
+    /** The whole native array. */
+    public MemorySegment segment() {
+        return array;
+    }
+}
