@@ -400,13 +400,33 @@ public final class IoUring implements AutoCloseable {
         return enter(minComplete, IORING_ENTER_GETEVENTS);
     }
 
+    /**
+     * Waits, submitting nothing, until at least {@code minComplete} completions wait to be reaped (including those
+     * already waiting): for a caller that must let requests finish before it can go on.
+     *
+     * @return 0, or {@code -EAGAIN} / {@code -EBUSY} as {@link #submit()}
+     */
+    public int awaitCompletions(int minComplete) {
+        if (minComplete < 1 || minComplete > cqEntries) {
+            throw new IllegalArgumentException("wait for 1 to " + cqEntries + " completions, not " + minComplete);
+        }
+        return enter(false, minComplete, IORING_ENTER_GETEVENTS);
+    }
+
     private int enter(int minComplete, int flags) {
+        return enter(true, minComplete, flags);
+    }
+
+    private int enter(boolean submitting, int minComplete, int flags) {
         if (closed) {
             throw new IllegalStateException("io_uring (" + ringFd + ") is closed");
         }
-        // Release: every entry's stores before the tail that exposes it (see the class comment).
-        INT.setRelease(rings, sqTail, sqeTail);
-        int toSubmit = sqPending();
+        int toSubmit = 0;
+        if (submitting) {
+            // Release: every entry's stores before the tail that exposes it (see the class comment).
+            INT.setRelease(rings, sqTail, sqeTail);
+            toSubmit = sqPending();
+        }
         if (toSubmit == 0 && flags == 0) {
             return 0;
         }
@@ -460,7 +480,7 @@ public final class IoUring implements AutoCloseable {
             }
             // Completions overflowed the ring and wait in the kernel: an enter with GETEVENTS moves them in (the
             // ring was just emptied). EAGAIN/EBUSY leave them for the next reap.
-            if (enter(0, IORING_ENTER_GETEVENTS) < 0) {
+            if (enter(false, 0, IORING_ENTER_GETEVENTS) < 0) {
                 return n;
             }
         }
