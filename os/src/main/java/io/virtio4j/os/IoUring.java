@@ -238,7 +238,8 @@ public final class IoUring implements AutoCloseable {
         }
     }
 
-    private static IoUringUnavailableException unavailable(int errno) {
+    /** What io_uring_setup failing with {@code errno} (ENOSYS or EPERM) means here, for the user. */
+    static IoUringUnavailableException unavailable(int errno) {
         String why = errno == Errno.ENOSYS ? "this kernel has no io_uring"
                 : "io_uring is refused to this process (kernel.io_uring_disabled = " + sysctl("io_uring_disabled")
                         + "; 1 allows only the group kernel.io_uring_group, 2 nobody; or a seccomp filter forbids it)";

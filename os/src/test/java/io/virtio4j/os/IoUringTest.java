@@ -294,6 +294,20 @@ class IoUringTest {
         }
     }
 
+    /** This machine allows io_uring, so the refusal itself cannot be provoked; what it tells the user can. */
+    @Test
+    void aRefusalNamesTheSettingAndTheKernel() throws IOException {
+        String release = Files.readString(Path.of("/proc/sys/kernel/osrelease")).strip();
+        IoUringUnavailableException eperm = IoUring.unavailable(Errno.EPERM);
+        assertEquals(Errno.EPERM, eperm.errno());
+        assertTrue(eperm.getMessage().contains("kernel.io_uring_disabled = "
+                + Files.readString(Path.of("/proc/sys/kernel/io_uring_disabled")).strip()), eperm.getMessage());
+        assertTrue(eperm.getMessage().contains(release), eperm.getMessage());
+        IoUringUnavailableException enosys = IoUring.unavailable(Errno.ENOSYS);
+        assertEquals(Errno.ENOSYS, enosys.errno());
+        assertTrue(enosys.getMessage().contains("no io_uring"), enosys.getMessage());
+    }
+
     @Test
     void setRestResumesInsideAnEntry() {
         try (Arena arena = Arena.ofConfined()) {
