@@ -297,7 +297,11 @@ public final class IoUring implements AutoCloseable {
         return ((int) INT.getAcquire(rings, sqFlags) & IORING_SQ_CQ_OVERFLOW) != 0;
     }
 
-    /** A NOP. @return false when the submission queue is full (nothing prepared) */
+    /**
+     * A NOP: completes with 0.
+     *
+     * @return false when the submission queue is full (nothing prepared)
+     */
     public boolean prepareNop(long userData) {
         return prepare(OP_NOP, -1, 0, 0, 0, 0, userData);
     }

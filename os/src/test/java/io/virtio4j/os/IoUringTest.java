@@ -125,13 +125,10 @@ class IoUringTest {
 
     @Test
     void aFailedRequestCompletesWithItsErrno() {
-        try (IoUring ring = IoUring.create(4); Arena arena = Arena.ofConfined();
-             FileDescriptor closed = Memfd.create("closed", 4096)) {
-            int number = closed.fd();
-            closed.close();
+        try (IoUring ring = IoUring.create(4); Arena arena = Arena.ofConfined()) {
             IoVecs v = IoVecs.allocate(arena, 1);
             v.set(0, arena.allocate(4096), 0, 4096);
-            assertTrue(ring.prepareReadv(number, 0, v, 0, 1, 7));
+            assertTrue(ring.prepareReadv(-1, 0, v, 0, 1, 7)); // no such descriptor
             assertEquals(List.of(new Cqe(7, -Errno.EBADF)), submitAndReap(ring, 1));
         }
     }
