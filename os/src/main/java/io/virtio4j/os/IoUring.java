@@ -466,6 +466,9 @@ public final class IoUring implements AutoCloseable {
      * not reap). Completions the kernel held aside when the CQ overflowed are moved in and handed over too.
      */
     public int reap(CompletionHandler handler) {
+        if (closed) {
+            throw new IllegalStateException("io_uring (" + ringFd + ") is closed");
+        }
         int n = 0;
         while (true) {
             int tail = (int) INT.getAcquire(rings, cqTail); // acquire: entries before it are written

@@ -277,6 +277,7 @@ class IoUringTest {
         ring.close(); // once is enough; again does nothing
         assertThrows(IllegalStateException.class, () -> ring.prepareNop(1));
         assertThrows(IllegalStateException.class, ring::submit);
+        assertThrows(IllegalStateException.class, () -> ring.reap((userData, result, flags) -> { }));
     }
 
     @Test

@@ -237,6 +237,9 @@ public final class UringBlockIo implements BlockIo {
     @Override
     public int reap(Completion sink) {
         checkOpen();
+        if (this.sink != null) {
+            throw new IllegalStateException("reap called from a completion it is reporting");
+        }
         this.sink = sink;
         reported = 0;
         continued = false;

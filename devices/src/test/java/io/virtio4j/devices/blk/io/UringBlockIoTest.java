@@ -354,6 +354,23 @@ class UringBlockIoTest {
     }
 
     @Test
+    void reapingFromInsideACompletionIsRefused() throws IOException {
+        Path p = file(new byte[512]);
+        try (FileDescriptor fd = open(p); UringBlockIo io = new UringBlockIo(fd, 1)) {
+            assertTrue(io.queue(1, FLUSH, 0, 0, null, 0, 0));
+            io.submit();
+            IllegalStateException[] refused = new IllegalStateException[1];
+            Results results = new Results();
+            awaitAll(io, (tag, result) -> {
+                results.completed(tag, result);
+                refused[0] = assertThrows(IllegalStateException.class, () -> io.reap(results));
+            });
+            assertNotNull(refused[0]);
+            assertEquals(Map.of(1, 0L), results.byTag);
+        }
+    }
+
+    @Test
     void theCompletionFdIsAnEventFd() throws IOException {
         Path p = file(new byte[512]);
         try (FileDescriptor fd = open(p); UringBlockIo io = new UringBlockIo(fd, 1)) {
