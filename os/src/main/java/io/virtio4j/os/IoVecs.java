@@ -54,6 +54,25 @@ public final class IoVecs {
         return array.get(ValueLayout.JAVA_LONG, ENTRY_BYTES * i + 8);
     }
 
+    /** Entry {@code i}'s address ({@code iov_base}). */
+    public long base(int i) {
+        return array.get(ValueLayout.JAVA_LONG, ENTRY_BYTES * i);
+    }
+
+    /**
+     * Entry {@code i} becomes the rest of entry {@code j} of {@code from} after its first {@code skip} bytes (0 to that
+     * entry's length): where a vectored transfer that stopped inside an entry resumes.
+     */
+    public void setRest(int i, IoVecs from, int j, long skip) {
+        long length = from.length(j);
+        if (skip < 0 || skip > length) {
+            throw new IndexOutOfBoundsException("skip " + skip + " of iovec " + j + "'s " + length + " bytes");
+        }
+        long at = ENTRY_BYTES * i;
+        array.set(ValueLayout.JAVA_LONG, at, from.base(j) + skip);
+        array.set(ValueLayout.JAVA_LONG, at + 8, length - skip);
+    }
+
     /** Sum of the lengths of entries {@code from} to {@code from + count - 1}. */
     public long totalLength(int from, int count) {
         long n = 0;

@@ -46,6 +46,14 @@ final class Native {
         return LINKER.downcallHandle(symbol(name), fd);
     }
 
+    /**
+     * A variadic C function whose errno is not captured ({@code variadic} is {@code Linker.Option.firstVariadicArg(n)}):
+     * for a hot call made first without capture, and again with {@link #downcallErrno} only when it failed.
+     */
+    static MethodHandle downcall(String name, Linker.Option variadic, ValueLayout result, ValueLayout... args) {
+        return LINKER.downcallHandle(symbol(name), FunctionDescriptor.of(result, args), variadic);
+    }
+
     static MethodHandle downcallErrno(String name, ValueLayout result, ValueLayout... args) {
         return LINKER.downcallHandle(symbol(name), FunctionDescriptor.of(result, args), CAPTURE_ERRNO);
     }

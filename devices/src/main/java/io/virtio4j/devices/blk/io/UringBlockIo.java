@@ -1,0 +1,354 @@
+package io.virtio4j.devices.blk.io;
+
+import io.virtio4j.os.Errno;
+import io.virtio4j.os.EventFd;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.IoUring;
+import io.virtio4j.os.IoVecs;
+
+import java.lang.foreign.Arena;
+
+/**
+ * The io_uring engine: each operation becomes one request on a ring of this engine's own (one per queue thread),
+ * straight on guest memory; the kernel runs them concurrently and they finish in any order.
+ *
+ * <p>Operations: READ and WRITE are READV and WRITEV over the caller's iovecs; FLUSH is an fdatasync (FSYNC with
+ * IORING_FSYNC_DATASYNC); DISCARD and WRITE_ZEROES_UNMAP punch a hole (FALLOC_FL_PUNCH_HOLE | KEEP_SIZE), WRITE_ZEROES
+ * zeroes the range keeping it allocated (FALLOC_FL_ZERO_RANGE | KEEP_SIZE). The user data of a request is the slot
+ * (0 to depth - 1) that holds the operation's tag and progress.
+ *
+ * <p>A short read or write is continued, not failed: the kernel may move fewer bytes than asked (a signal, a
+ * transfer split at a page-cache or device boundary, a file that grew meanwhile), and a guest's request is all or
+ * nothing. The rest is submitted again from where the transfer stopped, through the caller's iovecs untouched: from
+ * the next whole entry on, or, when it stopped inside an entry, first that entry's rest alone through a one-entry
+ * iovec of the slot's own. A step that moves nothing (a read at the end of the file) ends the operation with -EIO,
+ * so that no request spins and none is reported done short.
+ *
+ * <p>{@link #completionFd()} is signalled by the kernel for every completion it posts (a registered eventfd). The
+ * caller reads it (drains its counter) when it wakes for it and before it reaps, like a kick: a completion posted
+ * after that read signals it again, so none is slept through.
+ *
+ * <p>At most {@code depth} operations are in flight, and the ring's completion queue holds twice its submission
+ * queue, so completions never overflow it. The backing file's descriptor stays the caller's: the engine never
+ * closes it, and it must stay open until {@link #close()} returns.
+ */
+public final class UringBlockIo implements BlockIo {
+    private static final int FREE = -1;
+    private static final int DISCARD_MODE = IoUring.FALLOC_FL_PUNCH_HOLE | IoUring.FALLOC_FL_KEEP_SIZE;
+    private static final int ZERO_MODE = IoUring.FALLOC_FL_ZERO_RANGE | IoUring.FALLOC_FL_KEEP_SIZE;
+    /** Takes the results {@link #close()} waits for and drops. */
+    private static final Completion DROP = (tag, result) -> { };
+
+    private final int fd;
+    private final int depth;
+    private final Arena arena;
+    private final IoUring ring;
+    private final EventFd completions;
+    private final IoUring.CompletionHandler onCompletion = this::completed;
+
+    // One slot per operation in flight, indexed by the request's user data.
+    private final int[] tags;
+    /** The operation, or {@link #FREE}. */
+    private final int[] ops;
+    /** File offset of the next byte to move (READ, WRITE), or of the range (the others). */
+    private final long[] offsets;
+    /** The operation's whole length: its result when it succeeds. */
+    private final long[] lengths;
+    /** Bytes still to move (READ, WRITE). */
+    private final long[] remaining;
+    /** The caller's iovecs (READ, WRITE), with the entry the transfer stands in, its end and the bytes of it done. */
+    private final IoVecs[] iovs;
+    private final int[] entries;
+    private final int[] ends;
+    private final long[] skips;
+    /** Per slot, one entry: the rest of an entry a transfer stopped inside. */
+    private final IoVecs[] rests;
+    private final int[] freeSlots;
+    private int free;
+    private int inFlight;
+
+    // The reap in progress: where results go, how many were reported, whether a continuation was prepared.
+    private Completion sink;
+    private int reported;
+    private boolean continued;
+    private boolean closed;
+
+    /**
+     * An engine for the file open as {@code file} with room for {@code depth} operations in flight.
+     *
+     * @throws io.virtio4j.os.IoUringUnavailableException when this process may not use io_uring
+     */
+    public UringBlockIo(FileDescriptor file, int depth) {
+        if (depth < 1 || depth > IoUring.MAX_ENTRIES) {
+            throw new IllegalArgumentException("io_uring engine depth must be 1 to " + IoUring.MAX_ENTRIES + ", not "
+                    + depth);
+        }
+        this.fd = file.fd();
+        this.depth = depth;
+        this.tags = new int[depth];
+        this.ops = new int[depth];
+        this.offsets = new long[depth];
+        this.lengths = new long[depth];
+        this.remaining = new long[depth];
+        this.iovs = new IoVecs[depth];
+        this.entries = new int[depth];
+        this.ends = new int[depth];
+        this.skips = new long[depth];
+        this.rests = new IoVecs[depth];
+        this.freeSlots = new int[depth];
+        for (int i = 0; i < depth; i++) {
+            ops[i] = FREE;
+            freeSlots[i] = depth - 1 - i;
+        }
+        this.free = depth;
+        Arena a = Arena.ofShared();
+        IoUring r = null;
+        EventFd e = null;
+        try {
+            for (int i = 0; i < depth; i++) {
+                rests[i] = IoVecs.allocate(a, 1);
+            }
+            r = IoUring.create(depth);
+            e = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+            r.registerEventFd(e);
+        } catch (RuntimeException | Error x) {
+            if (e != null) {
+                e.close();
+            }
+            if (r != null) {
+                r.close();
+            }
+            a.close();
+            throw x;
+        }
+        this.arena = a;
+        this.ring = r;
+        this.completions = e;
+    }
+
+    @Override
+    public int depth() {
+        return depth;
+    }
+
+    @Override
+    public int inFlight() {
+        return inFlight;
+    }
+
+    @Override
+    public boolean queue(int tag, int op, long offset, long length, IoVecs iov, int iovIndex, int iovCount) {
+        checkOpen();
+        if (op < READ || op > WRITE_ZEROES_UNMAP) {
+            throw new IllegalArgumentException("unknown block operation " + op);
+        }
+        if (offset < 0 || length < 0 || offset > Long.MAX_VALUE - length) {
+            throw new IllegalArgumentException("block operation " + op + " range: " + length + " bytes at " + offset);
+        }
+        boolean transfer = op == READ || op == WRITE;
+        if (transfer) {
+            if (iov == null) {
+                throw new IllegalArgumentException("block operation " + op + " needs iovecs");
+            }
+            if (iovIndex < 0 || iovCount < 0 || iovIndex > iov.capacity() - iovCount) {
+                throw new IndexOutOfBoundsException("iovecs " + iovIndex + " to " + (iovIndex + iovCount - 1) + " of "
+                        + iov.capacity());
+            }
+            long sum = iov.totalLength(iovIndex, iovCount);
+            if (sum != length) {
+                throw new IllegalArgumentException("block operation " + op + " of " + length + " bytes over iovecs of "
+                        + sum);
+            }
+        }
+        if (inFlight == depth) {
+            return false;
+        }
+        int slot = freeSlots[--free];
+        tags[slot] = tag;
+        ops[slot] = op;
+        offsets[slot] = offset;
+        lengths[slot] = length;
+        remaining[slot] = length;
+        if (transfer) {
+            iovs[slot] = iov;
+            entries[slot] = iovIndex;
+            ends[slot] = iovIndex + iovCount;
+            skips[slot] = 0;
+        }
+        inFlight++;
+        prepare(slot);
+        return true;
+    }
+
+    /** Prepares the request for what slot {@code slot} has still to do. */
+    private void prepare(int slot) {
+        boolean prepared = switch (ops[slot]) {
+            case READ, WRITE -> prepareTransfer(slot);
+            case FLUSH -> ring.prepareFsync(fd, IoUring.FSYNC_DATASYNC, slot);
+            case WRITE_ZEROES -> ring.prepareFallocate(fd, ZERO_MODE, offsets[slot], lengths[slot], slot);
+            default -> ring.prepareFallocate(fd, DISCARD_MODE, offsets[slot], lengths[slot], slot); // both unmapping ones
+        };
+        if (!prepared) {
+            // Cannot happen: each operation in flight holds at most one entry and there are no more of them than
+            // the ring has entries.
+            throw new IllegalStateException("io_uring submission queue full with " + inFlight + " of " + depth
+                    + " operations in flight");
+        }
+    }
+
+    private boolean prepareTransfer(int slot) {
+        IoVecs v = iovs[slot];
+        int index = entries[slot];
+        int count = ends[slot] - index;
+        if (skips[slot] != 0) { // stopped inside an entry: its rest first, alone
+            v = rests[slot];
+            v.setRest(0, iovs[slot], index, skips[slot]);
+            index = 0;
+            count = 1;
+        }
+        return ops[slot] == READ
+                ? ring.prepareReadv(fd, offsets[slot], v, index, count, slot)
+                : ring.prepareWritev(fd, offsets[slot], v, index, count, slot);
+    }
+
+    @Override
+    public void submit() {
+        checkOpen();
+        while (ring.sqPending() > 0) {
+            if (ring.submit() <= 0) {
+                relieve();
+            }
+        }
+    }
+
+    /**
+     * The kernel took no request just now (EAGAIN: it lacked memory for one). Requests of ours that finish give
+     * theirs back, so wait for one when any is running; otherwise let other threads run before trying again.
+     */
+    private void relieve() {
+        int ready = ring.cqReady();
+        if (inFlight - ring.sqPending() - ready > 0) {
+            ring.awaitCompletions(ready + 1);
+        } else {
+            Thread.yield();
+        }
+    }
+
+    @Override
+    public int reap(Completion sink) {
+        checkOpen();
+        if (this.sink != null) {
+            throw new IllegalStateException("reap called from a completion it is reporting");
+        }
+        this.sink = sink;
+        reported = 0;
+        continued = false;
+        try {
+            ring.reap(onCompletion);
+        } finally {
+            this.sink = null;
+        }
+        if (continued) {
+            submit();
+        }
+        return reported;
+    }
+
+    /** A request finished: the operation is done, failed, or (a short transfer) goes on. */
+    private void completed(long userData, int result, int flags) {
+        if (userData < 0 || userData >= depth || ops[(int) userData] == FREE) {
+            throw new IllegalStateException("io_uring completion for slot " + userData + ", which has nothing in flight");
+        }
+        int slot = (int) userData;
+        switch (ops[slot]) {
+            case READ, WRITE -> transferred(slot, result);
+            case FLUSH -> finish(slot, result < 0 ? result : 0);
+            default -> finish(slot, result < 0 ? result : lengths[slot]);
+        }
+    }
+
+    private void transferred(int slot, int result) {
+        if (result < 0) {
+            finish(slot, result);
+            return;
+        }
+        long left = remaining[slot] - result;
+        if (left == 0) {
+            finish(slot, lengths[slot]);
+        } else if (result == 0 || left < 0) {
+            finish(slot, -Errno.EIO); // no progress (the end of the file), or more than asked: never done short
+        } else {
+            remaining[slot] = left;
+            offsets[slot] += result;
+            advance(slot, result);
+            prepare(slot);
+            continued = true;
+        }
+    }
+
+    /** Moves slot {@code slot}'s place in its iovecs on by {@code moved} bytes. */
+    private void advance(int slot, long moved) {
+        IoVecs v = iovs[slot];
+        int e = entries[slot];
+        long at = skips[slot] + moved;
+        while (e < ends[slot] && at >= v.length(e)) {
+            at -= v.length(e);
+            e++;
+        }
+        entries[slot] = e;
+        skips[slot] = at;
+    }
+
+    private void finish(int slot, long result) {
+        int tag = tags[slot];
+        ops[slot] = FREE;
+        iovs[slot] = null;
+        freeSlots[free++] = slot;
+        inFlight--;
+        reported++;
+        sink.completed(tag, result);
+    }
+
+    @Override
+    public EventFd completionFd() {
+        return completions;
+    }
+
+    /**
+     * Submits what is queued, waits for every operation in flight to finish (the kernel writes guest memory until
+     * then), drops their results, then frees the ring, the eventfd and the slots. Does not close the file.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        try {
+            submit();
+            while (inFlight > 0) {
+                if (reap(DROP) == 0 && inFlight > 0 && ring.cqReady() == 0) {
+                    ring.awaitCompletions(1);
+                }
+            }
+        } finally {
+            closed = true;
+            try {
+                ring.close();
+            } finally {
+                completions.close();
+                arena.close();
+            }
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("io_uring block engine (" + ring + ") is closed");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "UringBlockIo(fd " + fd + ", depth " + depth + ", " + ring + ")";
+    }
+}
