@@ -52,6 +52,12 @@ public final class BlkDriver implements AutoCloseable {
     private static final int META_STATUS = 32;
     /** What the status byte holds until the device writes it: not a valid status, so "not written" is caught. */
     private static final byte STATUS_UNWRITTEN = (byte) 0xFF;
+    /**
+     * Bytes of configuration space asked with GET_CONFIG: virtio_blk_config through write_zeroes_may_unmap and its
+     * padding (virtio 1.1's 60 bytes). Not {@link BlkConfig#SIZE}: back-ends built on an older struct, such as
+     * qemu-storage-daemon's, refuse a longer read (an empty answer), and no field past these is used.
+     */
+    static final int CONFIG_BYTES = 60;
     /** Slot states. */
     private static final byte FREE = 0;
     private static final byte ACQUIRED = 1;
@@ -218,10 +224,11 @@ public final class BlkDriver implements AutoCloseable {
         this.session = session;
         this.features = session.negotiate(config.wantedFeatures(), config.requiredFeatures(),
                 FrontendSession.PROTOCOL_FEATURES, ProtocolFeatures.bit(ProtocolFeatures.CONFIG), config.queues());
-        this.deviceConfig = BlkConfig.decode(session.getConfig(0, BlkConfig.SIZE));
+        this.deviceConfig = BlkConfig.decode(session.getConfig(0, CONFIG_BYTES));
         validate(deviceConfig);
         // data segments: SIZE_MAX-sized pieces of the slot's contiguous buffer
-        this.segmentBytes = has(BlkLayout.F_SIZE_MAX) && deviceConfig.sizeMax() < config.maxRequestBytes()
+        this.segmentBytes = has(BlkLayout.F_SIZE_MAX) && deviceConfig.sizeMax() > 0
+                && deviceConfig.sizeMax() < config.maxRequestBytes()
                 ? deviceConfig.sizeMax() : config.maxRequestBytes();
         this.maxSegments = (config.maxRequestBytes() + segmentBytes - 1) / segmentBytes;
         if (has(BlkLayout.F_SEG_MAX) && maxSegments > deviceConfig.segMax()) {
@@ -272,8 +279,9 @@ public final class BlkDriver implements AutoCloseable {
         if (c.capacity() < 0 || c.capacity() > Long.MAX_VALUE >>> BlkLayout.SECTOR_SHIFT) {
             throw new BadDeviceConfigException("capacity", c.capacity(), "sectors, at most 2^54");
         }
-        if (has(BlkLayout.F_SIZE_MAX) && Integer.toUnsignedLong(c.sizeMax()) < BlkLayout.SECTOR) {
-            throw new BadDeviceConfigException("size_max", Integer.toUnsignedLong(c.sizeMax()), "at least 512 bytes");
+        // size_max 0 means no limit: qemu-storage-daemon offers SIZE_MAX and leaves it 0
+        if (has(BlkLayout.F_SIZE_MAX) && c.sizeMax() != 0 && Integer.toUnsignedLong(c.sizeMax()) < BlkLayout.SECTOR) {
+            throw new BadDeviceConfigException("size_max", Integer.toUnsignedLong(c.sizeMax()), "0 or at least 512 bytes");
         }
         if (has(BlkLayout.F_SEG_MAX) && (c.segMax() < 1)) {
             throw new BadDeviceConfigException("seg_max", Integer.toUnsignedLong(c.segMax()), "1 to 2^31 - 1");
