@@ -304,6 +304,14 @@ public final class BlkDriver implements AutoCloseable {
         return start(FrontendSession.connect(socket, patience), config);
     }
 
+    /**
+     * Listens at {@code socket} (QEMU's {@code server} chardev style) and drives the first vhost-user-blk back-end
+     * that connects within {@code patience}; {@link #reconnect} accepts its next connection.
+     */
+    public static BlkDriver listen(Path socket, Config config, Duration patience) throws InterruptedException {
+        return start(FrontendSession.listen(socket, patience), config);
+    }
+
     /** {@link #connect} over a session already connected (or accepted): the driver owns it and closes it. */
     public static BlkDriver start(FrontendSession session, Config config) {
         try {
