@@ -1,5 +1,6 @@
 package io.virtio4j.devices.blk.io;
 
+import io.virtio4j.os.BlockFile;
 import io.virtio4j.os.Errno;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
@@ -14,8 +15,10 @@ import java.lang.foreign.Arena;
  *
  * <p>Operations: READ and WRITE are READV and WRITEV over the caller's iovecs; FLUSH is an fdatasync (FSYNC with
  * IORING_FSYNC_DATASYNC); DISCARD and WRITE_ZEROES_UNMAP punch a hole (FALLOC_FL_PUNCH_HOLE | KEEP_SIZE), WRITE_ZEROES
- * zeroes the range keeping it allocated (FALLOC_FL_ZERO_RANGE | KEEP_SIZE). The user data of a request is the slot
- * (0 to depth - 1) that holds the operation's tag and progress.
+ * zeroes the range keeping it allocated (FALLOC_FL_ZERO_RANGE | KEEP_SIZE): {@link BlockFile#DISCARD_MODE} and
+ * {@link BlockFile#ZERO_MODE}, as the synchronous engine. Where the file system has no such mode the result is
+ * -EOPNOTSUPP, which {@link ZeroFallbackBlockIo} turns into the same answer for every engine. The user data of a
+ * request is the slot (0 to depth - 1) that holds the operation's tag and progress.
  *
  * <p>A short read or write is continued, not failed: the kernel may move fewer bytes than asked (a signal, a
  * transfer split at a page-cache or device boundary, a file that grew meanwhile), and a guest's request is all or
@@ -34,8 +37,6 @@ import java.lang.foreign.Arena;
  */
 public final class UringBlockIo implements BlockIo {
     private static final int FREE = -1;
-    private static final int DISCARD_MODE = IoUring.FALLOC_FL_PUNCH_HOLE | IoUring.FALLOC_FL_KEEP_SIZE;
-    private static final int ZERO_MODE = IoUring.FALLOC_FL_ZERO_RANGE | IoUring.FALLOC_FL_KEEP_SIZE;
     /** Takes the results {@link #close()} waits for and drops. */
     private static final Completion DROP = (tag, result) -> { };
 
@@ -185,8 +186,8 @@ public final class UringBlockIo implements BlockIo {
         boolean prepared = switch (ops[slot]) {
             case READ, WRITE -> prepareTransfer(slot);
             case FLUSH -> ring.prepareFsync(fd, IoUring.FSYNC_DATASYNC, slot);
-            case WRITE_ZEROES -> ring.prepareFallocate(fd, ZERO_MODE, offsets[slot], lengths[slot], slot);
-            default -> ring.prepareFallocate(fd, DISCARD_MODE, offsets[slot], lengths[slot], slot); // both unmapping ones
+            case WRITE_ZEROES -> ring.prepareFallocate(fd, BlockFile.ZERO_MODE, offsets[slot], lengths[slot], slot);
+            default -> ring.prepareFallocate(fd, BlockFile.DISCARD_MODE, offsets[slot], lengths[slot], slot); // both unmapping ones
         };
         if (!prepared) {
             // Cannot happen: each operation in flight holds at most one entry and there are no more of them than
