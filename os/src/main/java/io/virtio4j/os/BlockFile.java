@@ -240,7 +240,7 @@ public final class BlockFile implements AutoCloseable {
                 }
                 skip = i < end ? moved : 0;
             }
-            return done;
+            return done == total ? done : -Errno.EIO; // more than asked (no kernel does): never reported as done
         }
 
         /** fdatasync; 0 or a negative errno. */

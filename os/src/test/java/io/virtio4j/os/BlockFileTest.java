@@ -10,6 +10,8 @@ import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -19,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 @ExtendWith(NoFdLeaks.class)
 class BlockFileTest {
@@ -63,6 +66,40 @@ class BlockFileTest {
             assertEquals(data.length, io.preadv(v, 0, 2, 4096, data.length));
             assertArrayEquals(data, dst.toArray(ValueLayout.JAVA_BYTE));
             assertEquals(0, io.fdatasync());
+        }
+    }
+
+    /**
+     * A read the kernel splits (a seq_file such as /proc/kallsyms hands out one buffer of whole records per call) goes
+     * on from where each part stopped, inside an entry as often as not, and brings what a plain read brings; the
+     * caller's entries are read, never rewritten.
+     */
+    @Test
+    void aReadTheKernelSplitsGoesOnFromInsideAnEntryAndLeavesTheIovecsAsTheyWere() throws IOException {
+        Path kallsyms = Path.of("/proc/kallsyms");
+        int total = 200_000;
+        byte[] expected;
+        try (var in = Files.newInputStream(kallsyms)) {
+            expected = in.readNBytes(total);
+        }
+        assumeTrue(expected.length == total, "/proc/kallsyms holds fewer than " + total + " bytes here");
+        try (FileChannel ch = FileChannel.open(kallsyms)) {
+            assumeTrue(ch.read(ByteBuffer.allocate(total), 0) < total, "the kernel does not split this read");
+        }
+        int[] lengths = {1000, 3001, 17, 50_000, 4096, 77_777, total - 1000 - 3001 - 17 - 50_000 - 4096 - 77_777};
+        try (BlockFile bf = BlockFile.open(kallsyms.toString(), true); Arena arena = Arena.ofConfined()) {
+            MemorySegment dst = arena.allocate(total);
+            IoVecs v = IoVecs.allocate(arena, lengths.length + 1);
+            v.set(0, dst, 0, 0); // an empty entry first: skipped, never handed to the kernel
+            long at = 0;
+            for (int i = 0; i < lengths.length; i++) {
+                v.set(i + 1, dst, at, lengths[i]);
+                at += lengths[i];
+            }
+            byte[] before = v.segment().toArray(ValueLayout.JAVA_BYTE);
+            assertEquals(total, bf.io().preadv(v, 0, lengths.length + 1, 0, total));
+            assertArrayEquals(expected, dst.toArray(ValueLayout.JAVA_BYTE));
+            assertArrayEquals(before, v.segment().toArray(ValueLayout.JAVA_BYTE), "the iovecs as the caller set them");
         }
     }
 
