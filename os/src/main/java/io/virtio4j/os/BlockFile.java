@@ -137,6 +137,7 @@ public final class BlockFile implements AutoCloseable {
         private int mode;
         /** The rest of an entry a short transfer stopped inside (GC-managed: it lives as long as this handle). */
         private final IoVecs rest = IoVecs.allocate(Arena.ofAuto(), 1);
+        private final IoVecs.Cursor cursor = new IoVecs.Cursor();
         private final Native.Call preadv;
         private final Native.Call pwritev;
         private final Native.Call fdatasync;
@@ -203,44 +204,30 @@ public final class BlockFile implements AutoCloseable {
                 throw new IndexOutOfBoundsException("iovecs " + from + "+" + count + " of " + iov.capacity()
                         + " at offset " + at + ", " + total + " bytes");
             }
-            long done = 0;
-            int i = from;
-            int end = from + count;
-            long skip = 0; // bytes of entry i already moved: less than its length
-            while (done < total) {
-                // Skip empty entries, so the kernel never sees a zero count.
-                while (skip == 0 && i < end && iov.length(i) == 0) {
-                    i++;
-                }
-                if (i == end) {
-                    return -Errno.EINVAL; // the lengths add up to less than total: the caller's bug, not an I/O error
-                }
-                if (skip != 0) {
-                    rest.setRest(0, iov, i, skip);
-                    iovAddress = rest.segment().address();
-                    iovCount = 1;
-                } else {
-                    iovAddress = iov.segment().address() + IoVecs.ENTRY_BYTES * i;
-                    iovCount = end - i; // at most IoVecs.MAX_ENTRIES: no array holds more
-                }
-                offset = at + done;
-                long n = call(name, uncaptured, captured);
-                if (n < 0) {
-                    return n;
-                }
-                if (n == 0) {
-                    return -Errno.EIO;
-                }
-                done += n;
-                // Move the place on past the n bytes moved.
-                long moved = skip + n;
-                while (i < end && moved >= iov.length(i)) {
-                    moved -= iov.length(i);
-                    i++;
-                }
-                skip = i < end ? moved : 0;
+            if (iov.totalLength(from, count) != total) {
+                return -Errno.EINVAL; // the lengths do not add up to total: the caller's bug, and nothing is moved
             }
-            return done == total ? done : -Errno.EIO; // more than asked (no kernel does): never reported as done
+            cursor.start(iov, from, count);
+            long done = 0;
+            try {
+                while (done < total) {
+                    IoVecs v = cursor.array(rest);
+                    iovAddress = v.segment().address() + IoVecs.ENTRY_BYTES * cursor.index();
+                    iovCount = cursor.count(); // at most IoVecs.MAX_ENTRIES: no array holds more
+                    offset = at + done;
+                    long n = call(name, uncaptured, captured);
+                    if (n < 0) {
+                        return n;
+                    }
+                    if (n == 0 || !cursor.advance(n)) {
+                        return -Errno.EIO; // no progress (the end of the file), or more than asked: never done short
+                    }
+                    done += n;
+                }
+                return done;
+            } finally {
+                cursor.clear();
+            }
         }
 
         /** fdatasync; 0 or a negative errno. */
