@@ -74,7 +74,9 @@ class ZeroFallbackBlockIoTest {
         if (store != null) {
             store.close();
         }
-        Files.deleteIfExists(file);
+        if (file != null) {
+            Files.deleteIfExists(file);
+        }
     }
 
     private BlockIo raw(int depth) {
