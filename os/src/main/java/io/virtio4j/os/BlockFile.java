@@ -22,6 +22,13 @@ public final class BlockFile implements AutoCloseable {
     public static final int FALLOC_FL_KEEP_SIZE = 0x01;
     /** fallocate: make the range read back as zeros, keeping it allocated. */
     public static final int FALLOC_FL_ZERO_RANGE = 0x10;
+    /** The mode of a discard (and of a write-zeroes that may unmap): a hole, the size kept. */
+    public static final int DISCARD_MODE = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+    /**
+     * The mode of a write-zeroes: zeros kept allocated, the size kept (a block device takes ZERO_RANGE only with
+     * KEEP_SIZE on older kernels; a file's range is inside it anyway).
+     */
+    public static final int ZERO_MODE = FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
 
     private static final int O_RDONLY = 0;
     private static final int O_RDWR = 2;
@@ -128,6 +135,9 @@ public final class BlockFile implements AutoCloseable {
         private long offset;
         private long length;
         private int mode;
+        /** The rest of an entry a short transfer stopped inside (GC-managed: it lives as long as this handle). */
+        private final IoVecs rest = IoVecs.allocate(Arena.ofAuto(), 1);
+        private final IoVecs.Cursor cursor = new IoVecs.Cursor();
         private final Native.Call preadv;
         private final Native.Call pwritev;
         private final Native.Call fdatasync;
@@ -169,8 +179,10 @@ public final class BlockFile implements AutoCloseable {
 
         /**
          * Reads {@code length} bytes at {@code at} into entries {@code from} to {@code from + count - 1} of
-         * {@code iov}, whose lengths add up to {@code length}, looping on short reads. The entries are advanced in
-         * place past what a short read moved (the caller refills them for its next operation).
+         * {@code iov}, whose lengths add up to {@code length}, looping on short reads. The caller's entries are only
+         * read, never rewritten (iovecs built once may be shared): a short read goes on from the next whole entry,
+         * or, when it stopped inside one, first with that entry's rest alone through an entry of this handle's own
+         * (as the io_uring engine continues).
          *
          * @return {@code length}, or a negative errno; -EIO when the file ends before {@code at + length} (it shrank
          *         under us)
@@ -192,52 +204,30 @@ public final class BlockFile implements AutoCloseable {
                 throw new IndexOutOfBoundsException("iovecs " + from + "+" + count + " of " + iov.capacity()
                         + " at offset " + at + ", " + total + " bytes");
             }
+            if (iov.totalLength(from, count) != total) {
+                return -Errno.EINVAL; // the lengths do not add up to total: the caller's bug, and nothing is moved
+            }
+            cursor.start(iov, from, count);
             long done = 0;
-            int i = from;
-            int end = from + count;
-            while (done < total) {
-                // Skip entries a short transfer used up (or empty ones), so the kernel never sees a zero count.
-                while (i < end && iov.length(i) == 0) {
-                    i++;
+            try {
+                while (done < total) {
+                    IoVecs v = cursor.array(rest);
+                    iovAddress = v.segment().address() + IoVecs.ENTRY_BYTES * cursor.index();
+                    iovCount = cursor.count(); // at most IoVecs.MAX_ENTRIES: no array holds more
+                    offset = at + done;
+                    long n = call(name, uncaptured, captured);
+                    if (n < 0) {
+                        return n;
+                    }
+                    if (n == 0 || !cursor.advance(n)) {
+                        return -Errno.EIO; // no progress (the end of the file), or more than asked: never done short
+                    }
+                    done += n;
                 }
-                if (i == end) {
-                    return -Errno.EINVAL; // the lengths add up to less than total: the caller's bug, not an I/O error
-                }
-                iovAddress = iov.segment().address() + IoVecs.ENTRY_BYTES * i;
-                iovCount = Math.min(end - i, IoVecs.MAX_ENTRIES);
-                offset = at + done;
-                long n = call(name, uncaptured, captured);
-                if (n < 0) {
-                    return n;
-                }
-                if (n == 0) {
-                    return -Errno.EIO;
-                }
-                done += n;
-                if (done < total) {
-                    i = advance(iov, i, end, n);
-                }
+                return done;
+            } finally {
+                cursor.clear();
             }
-            return done;
-        }
-
-        /** Advances the entries from {@code i} past {@code n} transferred bytes; returns the first one not used up. */
-        private int advance(IoVecs iov, int i, int end, long n) {
-            MemorySegment a = iov.segment();
-            while (n > 0 && i < end) {
-                long at = IoVecs.ENTRY_BYTES * i;
-                long len = a.get(JAVA_LONG, at + 8);
-                if (n >= len) {
-                    n -= len;
-                    a.set(JAVA_LONG, at + 8, 0L);
-                    i++;
-                } else {
-                    a.set(JAVA_LONG, at, a.get(JAVA_LONG, at) + n);
-                    a.set(JAVA_LONG, at + 8, len - n);
-                    n = 0;
-                }
-            }
-            return i;
         }
 
         /** fdatasync; 0 or a negative errno. */

@@ -59,16 +59,10 @@ public final class IoUring implements AutoCloseable {
     public static final int OP_WRITEV = 2;
     /** fsync, or fdatasync with {@link #FSYNC_DATASYNC}. */
     public static final int OP_FSYNC = 3;
-    /** fallocate(fd, mode, offset, length). */
+    /** fallocate(fd, mode, offset, length); the modes are {@link BlockFile}'s {@code FALLOC_FL_*}. */
     public static final int OP_FALLOCATE = 17;
     /** FSYNC flag: fdatasync (data and the metadata needed to read it back), not fsync. */
     public static final int FSYNC_DATASYNC = 1;
-    /** fallocate mode: do not change the file size. */
-    public static final int FALLOC_FL_KEEP_SIZE = 0x01;
-    /** fallocate mode: deallocate the range (it reads back as zeros); needs {@link #FALLOC_FL_KEEP_SIZE}. */
-    public static final int FALLOC_FL_PUNCH_HOLE = 0x02;
-    /** fallocate mode: make the range read back as zeros, keeping it allocated. */
-    public static final int FALLOC_FL_ZERO_RANGE = 0x10;
     /** The kernel's IORING_MAX_ENTRIES: the largest submission queue. */
     public static final int MAX_ENTRIES = 32768;
 

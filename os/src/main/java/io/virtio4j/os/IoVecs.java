@@ -73,6 +73,67 @@ public final class IoVecs {
         array.set(ValueLayout.JAVA_LONG, at + 8, length - skip);
     }
 
+    /**
+     * Where a vectored transfer over a run of entries stands: the entry it is in and the bytes of that entry already
+     * moved. The one way a short transfer goes on (the synchronous calls of {@link BlockFile} and the io_uring
+     * engine): from the next whole entry, or, when it stopped inside one, with that entry's rest alone through an
+     * entry of the caller's own ({@link #setRest}); the entries of the run are only read, never rewritten, so iovecs
+     * built once may be shared by transfers in flight. A flyweight: one per transfer slot, reused.
+     */
+    public static final class Cursor {
+        private IoVecs iov;
+        private int entry;
+        private int end;
+        private long skip;
+
+        /** Stands at the start of entries {@code from} to {@code from + count - 1} of {@code iov}. */
+        public void start(IoVecs iov, int from, int count) {
+            this.iov = iov;
+            this.entry = from;
+            this.end = from + count;
+            this.skip = 0;
+        }
+
+        /** Lets go of the iovecs (so that a finished transfer keeps none reachable). */
+        public void clear() {
+            iov = null;
+        }
+
+        /** Moves on past {@code moved} more bytes; false when the run holds fewer (the kernel moved more than asked). */
+        public boolean advance(long moved) {
+            long at = skip + moved;
+            while (entry < end && at >= iov.length(entry)) {
+                at -= iov.length(entry);
+                entry++;
+            }
+            skip = entry < end ? at : 0;
+            return at == 0 || entry < end;
+        }
+
+        /**
+         * The iovecs for the rest of the transfer: the run itself from the current entry, or, inside an entry,
+         * {@code rest} with its entry 0 set to that entry's rest; {@link #index()} and {@link #count()} say which
+         * entries.
+         */
+        public IoVecs array(IoVecs rest) {
+            if (skip == 0) {
+                return iov;
+            }
+            rest.setRest(0, iov, entry, skip);
+            return rest;
+        }
+
+        /** The first entry of {@link #array} to hand over. */
+        public int index() {
+            return skip == 0 ? entry : 0;
+        }
+
+        /** How many entries of {@link #array} to hand over: 0 once the run is used up. */
+        public int count() {
+            return skip == 0 ? end - entry : 1;
+        }
+    }
+
     /** Sum of the lengths of entries {@code from} to {@code from + count - 1}. */
     public long totalLength(int from, int count) {
         long n = 0;

@@ -10,6 +10,8 @@ import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -19,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 @ExtendWith(NoFdLeaks.class)
 class BlockFileTest {
@@ -63,6 +66,40 @@ class BlockFileTest {
             assertEquals(data.length, io.preadv(v, 0, 2, 4096, data.length));
             assertArrayEquals(data, dst.toArray(ValueLayout.JAVA_BYTE));
             assertEquals(0, io.fdatasync());
+        }
+    }
+
+    /**
+     * A read the kernel splits (a seq_file such as /proc/kallsyms hands out one buffer of whole records per call) goes
+     * on from where each part stopped, inside an entry as often as not, and brings what a plain read brings; the
+     * caller's entries are read, never rewritten.
+     */
+    @Test
+    void aReadTheKernelSplitsGoesOnFromInsideAnEntryAndLeavesTheIovecsAsTheyWere() throws IOException {
+        Path kallsyms = Path.of("/proc/kallsyms");
+        int total = 200_000;
+        byte[] expected;
+        try (var in = Files.newInputStream(kallsyms)) {
+            expected = in.readNBytes(total);
+        }
+        assumeTrue(expected.length == total, "/proc/kallsyms holds fewer than " + total + " bytes here");
+        try (FileChannel ch = FileChannel.open(kallsyms)) {
+            assumeTrue(ch.read(ByteBuffer.allocate(total), 0) < total, "the kernel does not split this read");
+        }
+        int[] lengths = {1000, 3001, 17, 50_000, 4096, 77_777, total - 1000 - 3001 - 17 - 50_000 - 4096 - 77_777};
+        try (BlockFile bf = BlockFile.open(kallsyms.toString(), true); Arena arena = Arena.ofConfined()) {
+            MemorySegment dst = arena.allocate(total);
+            IoVecs v = IoVecs.allocate(arena, lengths.length + 1);
+            v.set(0, dst, 0, 0); // an empty entry first (legal: the kernel passes over it)
+            long at = 0;
+            for (int i = 0; i < lengths.length; i++) {
+                v.set(i + 1, dst, at, lengths[i]);
+                at += lengths[i];
+            }
+            byte[] before = v.segment().toArray(ValueLayout.JAVA_BYTE);
+            assertEquals(total, bf.io().preadv(v, 0, lengths.length + 1, 0, total));
+            assertArrayEquals(expected, dst.toArray(ValueLayout.JAVA_BYTE));
+            assertArrayEquals(before, v.segment().toArray(ValueLayout.JAVA_BYTE), "the iovecs as the caller set them");
         }
     }
 
@@ -120,10 +157,11 @@ class BlockFileTest {
     void lengthsShortOfTheTotalAreTheCallersBug() throws IOException {
         Path f = file(4096);
         try (BlockFile bf = BlockFile.open(f.toString(), false); Arena arena = Arena.ofConfined()) {
-            MemorySegment src = arena.allocate(512);
+            MemorySegment src = arena.allocate(512).fill((byte) 0x55);
             IoVecs v = IoVecs.allocate(arena, 1);
             v.set(0, src, 0, 512);
             assertEquals(-Errno.EINVAL, bf.io().pwritev(v, 0, 1, 0, 1024));
+            assertArrayEquals(new byte[4096], Files.readAllBytes(f), "nothing was written");
             assertThrows(IndexOutOfBoundsException.class, () -> bf.io().pwritev(v, 0, 2, 0, 512));
         }
     }

@@ -1,7 +1,6 @@
 package io.virtio4j.os;
 
 import io.virtio4j.testkit.NoFdLeaks;
-import io.virtio4j.testkit.OpenFile;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -100,7 +99,7 @@ class IoUringTest {
         int size = 256 * 1024;
         Path p = file(new byte[size]);
         byte[] data = random(size, 11);
-        try (FileDescriptor fd = FileDescriptor.adopt(OpenFile.readWrite(p));
+        try (FileDescriptor fd = BlockFile.open(p.toString(), false).fileDescriptor();
              IoUring ring = IoUring.create(8); Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(size, 4096);
             out.copyFrom(MemorySegment.ofArray(data));
@@ -136,7 +135,7 @@ class IoUringTest {
     @Test
     void fdatasyncAndFsyncComplete() throws IOException {
         Path p = file(random(8192, 3));
-        try (FileDescriptor fd = FileDescriptor.adopt(OpenFile.readWrite(p)); IoUring ring = IoUring.create(4)) {
+        try (FileDescriptor fd = BlockFile.open(p.toString(), false).fileDescriptor(); IoUring ring = IoUring.create(4)) {
             assertTrue(ring.prepareFsync(fd.fd(), IoUring.FSYNC_DATASYNC, 1));
             assertTrue(ring.prepareFsync(fd.fd(), 0, 2));
             List<Cqe> done = submitAndReap(ring, 2);
@@ -150,8 +149,8 @@ class IoUringTest {
     void punchingAHoleReadsBackZerosAndKeepsTheSize() throws IOException {
         byte[] data = random(16384, 5);
         Path p = file(data);
-        try (FileDescriptor fd = FileDescriptor.adopt(OpenFile.readWrite(p)); IoUring ring = IoUring.create(4)) {
-            assertTrue(ring.prepareFallocate(fd.fd(), IoUring.FALLOC_FL_PUNCH_HOLE | IoUring.FALLOC_FL_KEEP_SIZE,
+        try (FileDescriptor fd = BlockFile.open(p.toString(), false).fileDescriptor(); IoUring ring = IoUring.create(4)) {
+            assertTrue(ring.prepareFallocate(fd.fd(), BlockFile.FALLOC_FL_PUNCH_HOLE | BlockFile.FALLOC_FL_KEEP_SIZE,
                     4096, 8192, 9));
             assertEquals(List.of(new Cqe(9, 0)), submitAndReap(ring, 1));
         }
@@ -166,8 +165,8 @@ class IoUringTest {
     void zeroRangeReadsBackZeros() throws IOException {
         byte[] data = random(16384, 6);
         Path p = file(data);
-        try (FileDescriptor fd = FileDescriptor.adopt(OpenFile.readWrite(p)); IoUring ring = IoUring.create(4)) {
-            assertTrue(ring.prepareFallocate(fd.fd(), IoUring.FALLOC_FL_ZERO_RANGE | IoUring.FALLOC_FL_KEEP_SIZE,
+        try (FileDescriptor fd = BlockFile.open(p.toString(), false).fileDescriptor(); IoUring ring = IoUring.create(4)) {
+            assertTrue(ring.prepareFallocate(fd.fd(), BlockFile.FALLOC_FL_ZERO_RANGE | BlockFile.FALLOC_FL_KEEP_SIZE,
                     1024, 2048, 9));
             assertEquals(List.of(new Cqe(9, 0)), submitAndReap(ring, 1));
         }
@@ -202,7 +201,7 @@ class IoUringTest {
         int block = 512;
         Path p = file(new byte[blocks * block]);
         byte[] data = random(blocks * block, 8);
-        try (FileDescriptor fd = FileDescriptor.adopt(OpenFile.readWrite(p));
+        try (FileDescriptor fd = BlockFile.open(p.toString(), false).fileDescriptor();
              IoUring ring = IoUring.create(32); Arena arena = Arena.ofConfined()) {
             MemorySegment src = arena.allocate(data.length);
             src.copyFrom(MemorySegment.ofArray(data));

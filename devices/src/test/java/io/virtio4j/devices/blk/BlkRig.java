@@ -11,6 +11,8 @@ import io.virtio4j.core.notify.ParkingNotifier;
 import io.virtio4j.core.ordering.Ordering;
 import io.virtio4j.devices.blk.io.BlockIo;
 import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.os.EventFd;
+import io.virtio4j.os.Poll;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -18,6 +20,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -30,6 +33,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class BlkRig implements AutoCloseable {
     static final int QSZ = 64;
+    private static final long HANG_NANOS = TimeUnit.SECONDS.toNanos(60);
+    private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     static final long DATA_BYTES = 8L << 20;
     static final ValueLayout.OfInt LE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -48,6 +53,7 @@ final class BlkRig implements AutoCloseable {
     private final long dataBase;
     private long next;
     private int tokens;
+    private Poll completionPoll;
 
     BlkRig(RingFormat format, BlockStore store, BlockIo io, long features) {
         this.io = io;
@@ -100,20 +106,46 @@ final class BlkRig implements AutoCloseable {
         return token;
     }
 
-    /** Runs device passes until {@code expected} buffers came back; returns token to used length. */
+    /**
+     * Runs device passes until {@code expected} buffers came back; returns token to used length. While the engine
+     * holds operations and a pass finished none, waits for its completion eventfd (an asynchronous engine), read
+     * before the next pass reaps, as a queue thread does.
+     */
     Map<Integer, Long> serve(int expected) {
         Map<Integer, Long> used = new HashMap<>();
-        for (int round = 0; round < 10_000 && used.size() < expected; round++) {
-            requests.pass(16);
+        long deadline = System.nanoTime() + HANG_NANOS; // a hang guard, not a timing assertion
+        for (int idle = 0; idle < 10_000 && used.size() < expected && System.nanoTime() - deadline < 0; ) {
+            int n = requests.pass(16);
             Object t;
             while ((t = driver.pollUsed()) != null) {
                 assertNull(used.put((Integer) t, driver.lastUsedLength()), "buffer " + t + " came back twice");
+            }
+            if (n > 0) {
+                idle = 0;
+            } else if (io.inFlight() > 0) {
+                awaitCompletion();
+            } else {
+                idle++; // nothing in flight and nothing done: the buffers are not coming
             }
         }
         assertEquals(expected, used.size(), "buffers back");
         requests.pass(16);
         assertNull(driver.pollUsed(), "no buffer came back that was not made available");
         return used;
+    }
+
+    /** Waits a little for the engine to finish something (its eventfd), or spins once when it has none. */
+    private void awaitCompletion() {
+        EventFd done = io.completionFd();
+        if (done == null) {
+            Thread.onSpinWait();
+            return;
+        }
+        if (completionPoll == null) {
+            completionPoll = new Poll(done.fileDescriptor(), Poll.POLLIN);
+        }
+        completionPoll.await(POLL_NANOS);
+        done.tryRead();
     }
 
     /** Posts one request and serves it; returns its used length. */

@@ -1,6 +1,7 @@
 package io.virtio4j.devices.blk.io;
 
 import io.virtio4j.devices.blk.InvalidBlkOptionException;
+import io.virtio4j.os.IoUringUnavailableException;
 
 /**
  * The I/O engines a queue thread may run over a {@link BlockStore} ({@code --io}). The null store always gets
@@ -9,7 +10,7 @@ import io.virtio4j.devices.blk.InvalidBlkOptionException;
 public enum BlockEngine {
     /** preadv/pwritev on the queue thread ({@link SyncBlockIo}). */
     SYNC("sync"),
-    /** io_uring, many operations in the kernel's hands at once. */
+    /** io_uring, many operations in the kernel's hands at once ({@link UringBlockIo}). */
     IO_URING("io_uring");
 
     private final String label;
@@ -39,7 +40,8 @@ public enum BlockEngine {
 
     /**
      * A new engine of this kind over {@code store}, for one queue thread, with {@code depth} operations in flight at
-     * most.
+     * most. A file engine comes wrapped in {@link ZeroFallbackBlockIo}: a DISCARD the file system cannot do succeeds
+     * as a no-op and a WRITE_ZEROES it cannot do writes zeros, the same with every engine.
      *
      * @throws InvalidBlkOptionException naming {@code io} when this engine is not available
      */
@@ -47,10 +49,25 @@ public enum BlockEngine {
         if (store.isNull()) {
             return new NullBlockIo(depth);
         }
-        return switch (this) {
+        BlockIo raw = switch (this) {
             case SYNC -> new SyncBlockIo(store.file(), depth);
-            // Plugged in when the io_uring engine (os.IoUring, UringBlockIo) is merged.
-            case IO_URING -> throw new InvalidBlkOptionException("io", label, "the io_uring engine is not built yet");
+            case IO_URING -> uring(store, depth);
         };
+        // Every file engine gets the same answer where the file system lacks an fallocate mode (see ZeroFallbackBlockIo).
+        try {
+            return new ZeroFallbackBlockIo(raw);
+        } catch (RuntimeException | Error e) {
+            raw.close();
+            throw e;
+        }
+    }
+
+    private UringBlockIo uring(BlockStore store, int depth) {
+        try {
+            return new UringBlockIo(store.file().fileDescriptor(), depth);
+        } catch (IoUringUnavailableException e) {
+            // Refused by the kernel or its policy: an option the user can change (--io sync), not a crash.
+            throw new InvalidBlkOptionException("io", label, e.getMessage(), e);
+        }
     }
 }

@@ -23,9 +23,15 @@ public interface BlockIo extends AutoCloseable {
     int WRITE = 1;
     /** Make every completed write durable (fdatasync); offset, length and iovecs unused. */
     int FLUSH = 2;
-    /** Deallocate {@code length} bytes at {@code offset}; they then read back as zeros on a file. */
+    /**
+     * Deallocate {@code length} bytes at {@code offset}; they then read back as zeros on a file. A hint: where the
+     * file system cannot deallocate, a successful no-op (see {@link BlockEngine#open}).
+     */
     int DISCARD = 3;
-    /** Make {@code length} bytes at {@code offset} read back as zeros, keeping them allocated. */
+    /**
+     * Make {@code length} bytes at {@code offset} read back as zeros, keeping them allocated; where the file system
+     * cannot, by writing zeros (see {@link BlockEngine#open}).
+     */
     int WRITE_ZEROES = 4;
     /** Make {@code length} bytes at {@code offset} read back as zeros; they may be deallocated. */
     int WRITE_ZEROES_UNMAP = 5;
@@ -58,6 +64,12 @@ public interface BlockIo extends AutoCloseable {
     /**
      * An eventfd that becomes readable when operations have finished and wait to be reaped (for the queue thread's
      * epoll set), or null when {@link #reap} never has to be waited for (a synchronous engine).
+     *
+     * <p>The caller reads it (drains its counter) when it wakes for it and <em>before</em> it reaps, never after: a
+     * completion posted after the read signals it again, so none is slept through, whereas a read after the reap
+     * could swallow the signal of a completion that came in between and leave it unreaped while the thread sleeps.
+     * A reap without a read first (a pass woken by a kick) is harmless: the eventfd stays readable and the next wait
+     * returns at once.
      */
     EventFd completionFd();
 

@@ -1,12 +1,8 @@
 package io.virtio4j.devices.blk.io;
 
 import io.virtio4j.os.BlockFile;
-import io.virtio4j.os.Errno;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.IoVecs;
-
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 
 /**
  * The synchronous engine: {@link #submit()} performs every queued operation on the calling thread, in order, with
@@ -14,19 +10,14 @@ import java.lang.foreign.MemorySegment;
  * operations may be queued per pass, so a queue thread still batches its used-ring publication; they just do not
  * overlap.
  *
- * <p>Discard punches a hole (FALLOC_FL_PUNCH_HOLE | KEEP_SIZE); a file system without holes makes it a successful
- * no-op (discard is a hint). Write-zeroes asks for FALLOC_FL_ZERO_RANGE, or a hole when the driver allows
- * unmapping; where the file system has neither, zeros are written (from one 64 KiB zero buffer), so the range
- * reads back as zeros whatever the file system.
+ * <p>DISCARD and WRITE_ZEROES_UNMAP punch a hole, WRITE_ZEROES zeroes the range keeping it allocated
+ * ({@link BlockFile#DISCARD_MODE}, {@link BlockFile#ZERO_MODE}); where the file system has no such mode the result is
+ * -EOPNOTSUPP, which {@link ZeroFallbackBlockIo} (the wrapper {@link BlockEngine#open} puts around every file engine)
+ * turns into the same answer for every engine.
  */
 public final class SyncBlockIo implements BlockIo {
-    private static final long ZERO_CHUNK = 64 * 1024;
-
     private final QueuedOps ops;
     private final BlockFile.Io io;
-    private final Arena arena = Arena.ofShared();
-    private MemorySegment zeros;
-    private IoVecs zeroIov;
 
     public SyncBlockIo(BlockFile file, int depth) {
         this.ops = new QueuedOps(depth);
@@ -63,42 +54,15 @@ public final class SyncBlockIo implements BlockIo {
             case READ -> io.preadv(iov, index, count, offset, length);
             case WRITE -> io.pwritev(iov, index, count, offset, length);
             case FLUSH -> io.fdatasync();
-            case DISCARD -> {
-                long r = io.fallocate(BlockFile.FALLOC_FL_PUNCH_HOLE | BlockFile.FALLOC_FL_KEEP_SIZE, offset, length);
-                yield r == 0 || r == -Errno.EOPNOTSUPP ? length : r;
-            }
-            case WRITE_ZEROES_UNMAP -> {
-                long r = io.fallocate(BlockFile.FALLOC_FL_PUNCH_HOLE | BlockFile.FALLOC_FL_KEEP_SIZE, offset, length);
-                yield r == -Errno.EOPNOTSUPP ? zero(offset, length) : r == 0 ? length : r;
-            }
-            case WRITE_ZEROES -> zero(offset, length);
+            case WRITE_ZEROES -> done(io.fallocate(BlockFile.ZERO_MODE, offset, length), length);
+            case DISCARD, WRITE_ZEROES_UNMAP -> done(io.fallocate(BlockFile.DISCARD_MODE, offset, length), length);
             default -> throw new IllegalStateException("operation " + op + " was queued"); // queue() refuses others
         };
     }
 
-    /** ZERO_RANGE, or zeros written where the file system has no such operation. */
-    private long zero(long offset, long length) {
-        long r = io.fallocate(BlockFile.FALLOC_FL_ZERO_RANGE, offset, length);
-        if (r == 0) {
-            return length;
-        }
-        if (r != -Errno.EOPNOTSUPP) {
-            return r;
-        }
-        if (zeros == null) {
-            zeros = arena.allocate(ZERO_CHUNK, 4096); // zeroed by the arena; only ever read by the kernel
-            zeroIov = IoVecs.allocate(arena, 1);
-        }
-        for (long done = 0; done < length; ) {
-            long n = Math.min(ZERO_CHUNK, length - done);
-            zeroIov.set(0, zeros, 0, n);
-            long w = io.pwritev(zeroIov, 0, 1, offset + done, n);
-            if (w < 0) {
-                return w;
-            }
-            done += n;
-        }
-        return length;
+    /** An fallocate's result as the operation's: its whole length, or the negative errno. */
+    private static long done(long result, long length) {
+        return result == 0 ? length : result;
     }
 
     @Override
@@ -116,6 +80,5 @@ public final class SyncBlockIo implements BlockIo {
     public void close() {
         ops.queued = 0; // queued but never submitted: dropped, as the contract says
         ops.reap((tag, result) -> { });
-        arena.close();
     }
 }

@@ -1,5 +1,6 @@
 package io.virtio4j.devices.blk.io;
 
+import io.virtio4j.os.BlockFile;
 import io.virtio4j.os.Errno;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
@@ -14,15 +15,17 @@ import java.lang.foreign.Arena;
  *
  * <p>Operations: READ and WRITE are READV and WRITEV over the caller's iovecs; FLUSH is an fdatasync (FSYNC with
  * IORING_FSYNC_DATASYNC); DISCARD and WRITE_ZEROES_UNMAP punch a hole (FALLOC_FL_PUNCH_HOLE | KEEP_SIZE), WRITE_ZEROES
- * zeroes the range keeping it allocated (FALLOC_FL_ZERO_RANGE | KEEP_SIZE). The user data of a request is the slot
- * (0 to depth - 1) that holds the operation's tag and progress.
+ * zeroes the range keeping it allocated (FALLOC_FL_ZERO_RANGE | KEEP_SIZE): {@link BlockFile#DISCARD_MODE} and
+ * {@link BlockFile#ZERO_MODE}, as the synchronous engine. Where the file system has no such mode the result is
+ * -EOPNOTSUPP, which {@link ZeroFallbackBlockIo} turns into the same answer for every engine. The user data of a
+ * request is the slot (0 to depth - 1) that holds the operation's tag and progress.
  *
  * <p>A short read or write is continued, not failed: the kernel may move fewer bytes than asked (a signal, a
  * transfer split at a page-cache or device boundary, a file that grew meanwhile), and a guest's request is all or
  * nothing. The rest is submitted again from where the transfer stopped, through the caller's iovecs untouched: from
  * the next whole entry on, or, when it stopped inside an entry, first that entry's rest alone through a one-entry
- * iovec of the slot's own. A step that moves nothing (a read at the end of the file) ends the operation with -EIO,
- * so that no request spins and none is reported done short.
+ * iovec of the slot's own ({@link IoVecs.Cursor}, as the synchronous calls do). A step that moves nothing (a read
+ * at the end of the file) ends the operation with -EIO, so that no request spins and none is reported done short.
  *
  * <p>{@link #completionFd()} is signalled by the kernel for every completion it posts (a registered eventfd). The
  * caller reads it (drains its counter) when it wakes for it and before it reaps, like a kick: a completion posted
@@ -34,8 +37,6 @@ import java.lang.foreign.Arena;
  */
 public final class UringBlockIo implements BlockIo {
     private static final int FREE = -1;
-    private static final int DISCARD_MODE = IoUring.FALLOC_FL_PUNCH_HOLE | IoUring.FALLOC_FL_KEEP_SIZE;
-    private static final int ZERO_MODE = IoUring.FALLOC_FL_ZERO_RANGE | IoUring.FALLOC_FL_KEEP_SIZE;
     /** Takes the results {@link #close()} waits for and drops. */
     private static final Completion DROP = (tag, result) -> { };
 
@@ -56,11 +57,8 @@ public final class UringBlockIo implements BlockIo {
     private final long[] lengths;
     /** Bytes still to move (READ, WRITE). */
     private final long[] remaining;
-    /** The caller's iovecs (READ, WRITE), with the entry the transfer stands in, its end and the bytes of it done. */
-    private final IoVecs[] iovs;
-    private final int[] entries;
-    private final int[] ends;
-    private final long[] skips;
+    /** Where the transfer stands in the caller's iovecs (READ, WRITE). */
+    private final IoVecs.Cursor[] cursors;
     /** Per slot, one entry: the rest of an entry a transfer stopped inside. */
     private final IoVecs[] rests;
     private final int[] freeSlots;
@@ -90,15 +88,13 @@ public final class UringBlockIo implements BlockIo {
         this.offsets = new long[depth];
         this.lengths = new long[depth];
         this.remaining = new long[depth];
-        this.iovs = new IoVecs[depth];
-        this.entries = new int[depth];
-        this.ends = new int[depth];
-        this.skips = new long[depth];
+        this.cursors = new IoVecs.Cursor[depth];
         this.rests = new IoVecs[depth];
         this.freeSlots = new int[depth];
         for (int i = 0; i < depth; i++) {
             ops[i] = FREE;
             freeSlots[i] = depth - 1 - i;
+            cursors[i] = new IoVecs.Cursor();
         }
         this.free = depth;
         Arena a = Arena.ofShared();
@@ -170,10 +166,7 @@ public final class UringBlockIo implements BlockIo {
         lengths[slot] = length;
         remaining[slot] = length;
         if (transfer) {
-            iovs[slot] = iov;
-            entries[slot] = iovIndex;
-            ends[slot] = iovIndex + iovCount;
-            skips[slot] = 0;
+            cursors[slot].start(iov, iovIndex, iovCount);
         }
         inFlight++;
         prepare(slot);
@@ -185,8 +178,8 @@ public final class UringBlockIo implements BlockIo {
         boolean prepared = switch (ops[slot]) {
             case READ, WRITE -> prepareTransfer(slot);
             case FLUSH -> ring.prepareFsync(fd, IoUring.FSYNC_DATASYNC, slot);
-            case WRITE_ZEROES -> ring.prepareFallocate(fd, ZERO_MODE, offsets[slot], lengths[slot], slot);
-            default -> ring.prepareFallocate(fd, DISCARD_MODE, offsets[slot], lengths[slot], slot); // both unmapping ones
+            case WRITE_ZEROES -> ring.prepareFallocate(fd, BlockFile.ZERO_MODE, offsets[slot], lengths[slot], slot);
+            default -> ring.prepareFallocate(fd, BlockFile.DISCARD_MODE, offsets[slot], lengths[slot], slot); // both unmapping ones
         };
         if (!prepared) {
             // Cannot happen: each operation in flight holds at most one entry and there are no more of them than
@@ -197,18 +190,11 @@ public final class UringBlockIo implements BlockIo {
     }
 
     private boolean prepareTransfer(int slot) {
-        IoVecs v = iovs[slot];
-        int index = entries[slot];
-        int count = ends[slot] - index;
-        if (skips[slot] != 0) { // stopped inside an entry: its rest first, alone
-            v = rests[slot];
-            v.setRest(0, iovs[slot], index, skips[slot]);
-            index = 0;
-            count = 1;
-        }
+        IoVecs.Cursor c = cursors[slot];
+        IoVecs v = c.array(rests[slot]); // stopped inside an entry: its rest first, alone
         return ops[slot] == READ
-                ? ring.prepareReadv(fd, offsets[slot], v, index, count, slot)
-                : ring.prepareWritev(fd, offsets[slot], v, index, count, slot);
+                ? ring.prepareReadv(fd, offsets[slot], v, c.index(), c.count(), slot)
+                : ring.prepareWritev(fd, offsets[slot], v, c.index(), c.count(), slot);
     }
 
     @Override
@@ -280,29 +266,16 @@ public final class UringBlockIo implements BlockIo {
         } else {
             remaining[slot] = left;
             offsets[slot] += result;
-            advance(slot, result);
+            cursors[slot].advance(result); // within the run: fewer bytes than it holds were moved
             prepare(slot);
             continued = true;
         }
     }
 
-    /** Moves slot {@code slot}'s place in its iovecs on by {@code moved} bytes. */
-    private void advance(int slot, long moved) {
-        IoVecs v = iovs[slot];
-        int e = entries[slot];
-        long at = skips[slot] + moved;
-        while (e < ends[slot] && at >= v.length(e)) {
-            at -= v.length(e);
-            e++;
-        }
-        entries[slot] = e;
-        skips[slot] = at;
-    }
-
     private void finish(int slot, long result) {
         int tag = tags[slot];
         ops[slot] = FREE;
-        iovs[slot] = null;
+        cursors[slot].clear(); // do not keep the caller's iovecs reachable
         freeSlots[free++] = slot;
         inFlight--;
         reported++;

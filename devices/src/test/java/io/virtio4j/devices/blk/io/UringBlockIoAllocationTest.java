@@ -1,9 +1,9 @@
 package io.virtio4j.devices.blk.io;
 
+import io.virtio4j.os.BlockFile;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.IoVecs;
 import io.virtio4j.testkit.NoFdLeaks;
-import io.virtio4j.testkit.OpenFile;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -53,7 +53,7 @@ class UringBlockIoAllocationTest {
     void queueSubmitAndReapAllocateNothing() throws IOException {
         Path p = Files.createTempFile(dir, "alloc", ".img");
         Files.write(p, new byte[DEPTH * BLOCK]);
-        try (FileDescriptor fd = FileDescriptor.adopt(OpenFile.readWrite(p)); UringBlockIo io = new UringBlockIo(fd, DEPTH);
+        try (FileDescriptor fd = BlockFile.open(p.toString(), false).fileDescriptor(); UringBlockIo io = new UringBlockIo(fd, DEPTH);
              Arena arena = Arena.ofConfined()) {
             MemorySegment guest = arena.allocate((long) DEPTH * BLOCK, 4096);
             IoVecs iov = IoVecs.allocate(arena, DEPTH);

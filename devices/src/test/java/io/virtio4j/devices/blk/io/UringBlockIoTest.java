@@ -1,11 +1,11 @@
 package io.virtio4j.devices.blk.io;
 
+import io.virtio4j.os.BlockFile;
 import io.virtio4j.os.Errno;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.IoVecs;
 import io.virtio4j.testkit.NoFdLeaks;
-import io.virtio4j.testkit.OpenFile;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -83,7 +83,7 @@ class UringBlockIoTest {
     }
 
     private static FileDescriptor open(Path p) {
-        return FileDescriptor.adopt(OpenFile.readWrite(p));
+        return BlockFile.open(p.toString(), false).fileDescriptor();
     }
 
     private static byte[] random(int n, long seed) {
