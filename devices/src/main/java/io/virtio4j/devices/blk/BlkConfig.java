@@ -32,6 +32,13 @@ public record BlkConfig(long capacity, int sizeMax, int segMax, int blkSize, int
                         long maxWriteZeroesSectors, long maxWriteZeroesSeg, int writeZeroesMayUnmap) {
     /** Bytes of {@code virtio_blk_config} in virtio 1.2 (through the zoned fields). */
     public static final int SIZE = 96;
+    /**
+     * Bytes a driver asks for with GET_CONFIG: through {@code write_zeroes_may_unmap} and its padding, virtio 1.1's
+     * 60-byte struct. Not {@link #SIZE}: a back-end built on that older struct, such as qemu-storage-daemon, refuses a
+     * longer read (it answers with an empty payload), and no field past these is used. Our device answers both
+     * lengths alike (the first 60 bytes are the same).
+     */
+    public static final int READ_SIZE = 60;
     public static final int CAPACITY = 0;
     public static final int SIZE_MAX = 8;
     public static final int SEG_MAX = 12;

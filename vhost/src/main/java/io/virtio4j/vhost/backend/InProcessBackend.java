@@ -20,9 +20,20 @@ public final class InProcessBackend {
 
     private InProcessBackend(VirtioDevice device, UnixSocket backendEnd, String name) {
         this.thread = new Thread(() -> {
+            VhostUserConnection connection;
             try {
-                end.set(new VhostUserConnection(backendEnd, new VhostUserSession(device, BackendOptions.defaults()), name)
-                        .serve());
+                connection = new VhostUserConnection(backendEnd, new VhostUserSession(device, BackendOptions.defaults()),
+                        name);
+            } catch (Throwable t) {
+                // Refused before serving (e.g. a device declaring protocol features it may not): the front-end is
+                // waiting for its first answer. Closing our end gives it EOF or EPIPE, an error, instead of a wait
+                // for ever; serve() would have closed it, but serve() never runs.
+                backendEnd.close();
+                failure.set(t);
+                return;
+            }
+            try {
+                end.set(connection.serve());
             } catch (Throwable t) {
                 failure.set(t);
             }

@@ -53,12 +53,6 @@ public final class BlkDriver implements AutoCloseable {
     private static final int META_STATUS = 32;
     /** What the status byte holds until the device writes it: not a valid status, so "not written" is caught. */
     private static final byte STATUS_UNWRITTEN = (byte) 0xFF;
-    /**
-     * Bytes of configuration space asked with GET_CONFIG: virtio_blk_config through write_zeroes_may_unmap and its
-     * padding (virtio 1.1's 60 bytes). Not {@link BlkConfig#SIZE}: back-ends built on an older struct, such as
-     * qemu-storage-daemon's, refuse a longer read (an empty answer), and no field past these is used.
-     */
-    static final int CONFIG_BYTES = 60;
     /** Slot states. */
     private static final byte FREE = 0;
     private static final byte ACQUIRED = 1;
@@ -222,7 +216,7 @@ public final class BlkDriver implements AutoCloseable {
         this.session = session;
         this.features = session.negotiate(config.wantedFeatures(), config.requiredFeatures(),
                 FrontendSession.PROTOCOL_FEATURES, ProtocolFeatures.bit(ProtocolFeatures.CONFIG), config.queues());
-        this.deviceConfig = BlkConfig.decode(session.getConfig(0, CONFIG_BYTES));
+        this.deviceConfig = BlkConfig.decode(session.getConfig(0, BlkConfig.READ_SIZE));
         validate(deviceConfig);
         // data segments: SIZE_MAX-sized pieces of the slot's contiguous buffer
         this.segmentBytes = has(BlkLayout.F_SIZE_MAX) && deviceConfig.sizeMax() > 0
