@@ -1,5 +1,6 @@
 package io.virtio4j.core.driver;
 
+import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.error.RingFullException;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
@@ -103,6 +104,29 @@ public sealed interface DriverQueue permits SplitDriverQueue, PackedDriverQueue 
      * is left. Only while the device does not use the ring.
      */
     Object detachUnused();
+
+    /**
+     * Prepares the ring for a new device after the previous one went away mid-way (a vhost-user back-end that
+     * died or was disconnected), without a record of what it had taken: every buffer still in flight that the old
+     * device has not returned (its used entry not published) is offered again. Returns the avail index the new
+     * device starts from (its SET_VRING_BASE): the ring's used index, so used entries the old device published and
+     * the driver has not reaped yet stay reapable.
+     *
+     * <p>The old device may have completed buffers out of order, so the avail entries from the used index on no
+     * longer name the buffers left: they are rewritten with the heads still in flight and not returned, exactly
+     * (avail index - used index) of them, and published. A buffer the old device took and completed but whose used
+     * entry it never published runs again (vhost-user inflight tracking is what removes that).
+     *
+     * <p>Only while no device uses the ring. Not on the data path: it may allocate.
+     *
+     * @return the index the device resumes from (split: the used index)
+     * @throws QueueBrokenException          when the queue is broken
+     * @throws io.virtio4j.core.error.RingViolationException when the used ring the old device left names a buffer
+     *         not in flight, or twice, or its index moved past the buffers published (the queue is then broken)
+     * @throws UnsupportedOperationException for a packed ring: where its device stopped cannot be read back from
+     *         the ring
+     */
+    int reofferInFlight();
 
     /**
      * Returns the queue to its initial state (all descriptors free, positions 0, not broken) and initialises the

@@ -201,6 +201,16 @@ public final class PackedDriverQueue implements DriverQueue {
         deviceEvent.release(0, EVENT_F_ENABLE);
     }
 
+    /**
+     * Refused: a packed ring keeps the device's position only in the device, and the descriptors it wrote back
+     * overwrote the driver's, so what to offer again cannot be read back from the ring.
+     */
+    @Override
+    public int reofferInFlight() {
+        throw new UnsupportedOperationException("a packed ring cannot be resumed after its device went away: the "
+                + "device's position and the buffers it took are not recoverable from the ring");
+    }
+
     @Override
     public Object detachUnused() {
         // The ring is being taken apart: a pending IN_ORDER batch or a held-back head refers to buffers handed

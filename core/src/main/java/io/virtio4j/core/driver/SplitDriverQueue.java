@@ -20,6 +20,8 @@ import io.virtio4j.core.stats.QueueCounters;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
+import java.util.Arrays;
+import java.util.Comparator;
 
 import static io.virtio4j.core.layout.SplitLayout.AVAIL_F_NO_INTERRUPT;
 import static io.virtio4j.core.layout.SplitLayout.DESC_F_INDIRECT;
@@ -76,6 +78,9 @@ public final class SplitDriverQueue implements DriverQueue {
     private final int[] chainDescs;
     /** Bytes of the writable part of each head's buffer: the most the device may claim to have written. */
     private final long[] writableBytes;
+    /** When each head's buffer was added (a count of adds): the order {@link #reofferInFlight()} offers them in. */
+    private final long[] addedAt;
+    private long adds;
 
     /** Where {@link #detachUnused()} looks next: heads below it hold no token. */
     private int detachCursor;
@@ -126,6 +131,7 @@ public final class SplitDriverQueue implements DriverQueue {
         this.tokens = new Object[size];
         this.chainDescs = new int[size];
         this.writableBytes = new long[size];
+        this.addedAt = new long[size];
         initialise();
     }
 
@@ -164,6 +170,64 @@ public final class SplitDriverQueue implements DriverQueue {
         used.flagsRelease(0);
         used.idxRelease(0);
         used.availEventRelease(0);
+    }
+
+    @Override
+    public int reofferInFlight() {
+        checkNotBroken();
+        // Also checks the old device's used.idx: it moved at most by the buffers published (else the queue breaks).
+        int usedIdx = refreshUsed();
+        int returned = (usedIdx - lastUsed) & 0xFFFF;
+        int left = (availShadow - usedIdx) & 0xFFFF;
+        int written = 0;
+        if (inOrder) {
+            // Buffers come back in the order added: the first `returned` in flight (from the oldest, after the free
+            // run) are in the used ring, the rest follow on the circle in the order they were added.
+            int h = (freeHead + numFree) & mask;
+            for (int i = 0; i < returned; i++) {
+                h = (h + chainDescs[h]) & mask;
+            }
+            for (; written < left && tokens[h] != null; written++) {
+                avail.entry((usedIdx + written) & mask, h);
+                h = (h + chainDescs[h]) & mask;
+            }
+        } else {
+            // The used entries not yet reaped name the buffers the old device returned; it may have returned them
+            // in any order, so which ones are left is read from them, checked as pollUsed() would (the old device
+            // was no more trusted than any other).
+            boolean[] isReturned = new boolean[size];
+            for (int i = 0; i < returned; i++) {
+                int slot = (lastUsed + i) & mask;
+                int id = used.elemId(slot);
+                if (Integer.compareUnsigned(id, size) >= 0 || tokens[id] == null || isReturned[id]) {
+                    throw breakWith(new InvalidUsedIdException("used.ring[" + slot + "].id", Integer.toUnsignedLong(id),
+                            "is not the head of a buffer in flight, or returned twice"));
+                }
+                isReturned[id] = true;
+            }
+            // In the order added (a network device must not reorder a queue's packets), kept privately: the avail
+            // ring the old device could write is not trusted for it, and a buffer in flight for long has had its
+            // avail slot reused.
+            Integer[] heads = new Integer[left];
+            int n = 0;
+            for (int h = 0; h < size && n < left; h++) {
+                if (tokens[h] != null && !isReturned[h]) {
+                    heads[n++] = h;
+                }
+            }
+            Arrays.sort(heads, 0, n, Comparator.comparingLong(h -> addedAt[h]));
+            for (; written < n; written++) {
+                avail.entry((usedIdx + written) & mask, heads[written]);
+            }
+        }
+        if (written != left) {
+            // Cannot happen while the books above are right: every buffer in flight has its head's token.
+            throw new IllegalStateException("ring resumes at used index " + usedIdx + " with " + left
+                    + " buffers to offer again, but " + written + " heads are in flight and not returned");
+        }
+        // The rewritten entries, and any added while no device was there, are published now; the release orders them.
+        publishAvail();
+        return usedIdx;
     }
 
     @Override
@@ -281,6 +345,7 @@ public final class SplitDriverQueue implements DriverQueue {
         chainDescs[head] = needed;
         tokens[head] = token;
         writableBytes[head] = writable;
+        addedAt[head] = adds++;
 
         avail.entry(availShadow & mask, head);
         availShadow = (availShadow + 1) & 0xFFFF;

@@ -2,12 +2,7 @@ package io.virtio4j.vhost.frontend;
 
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.RingAreas;
-import io.virtio4j.core.layout.SplitLayout;
-import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.vhost.notify.EventFdNotifier;
-
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 
 /**
  * One ring of a {@link FrontendSession}: its areas in guest memory, the {@link DriverQueue} over them, and the kick
@@ -15,9 +10,6 @@ import java.nio.ByteOrder;
  * drives it at a time.
  */
 public final class DriverRing {
-    private static final ValueLayout.OfShort LE_SHORT =
-            ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-
     private final int index;
     private final RingAreas areas;
     private final DriverQueue queue;
@@ -86,21 +78,6 @@ public final class DriverRing {
         boolean signalled = call.await(timeoutNanos);
         queue.disableCallbacks();
         return signalled;
-    }
-
-    /**
-     * The index in a split ring's used ring: how many buffers the device has returned, the base a ring resumes
-     * from when its back-end went away without answering GET_VRING_BASE (QEMU does the same: buffers made
-     * available after it are offered again to the new back-end). Only while no back-end uses the ring.
-     *
-     * @throws IllegalStateException for a packed ring: its device position cannot be read back from the ring
-     */
-    long usedIndex() {
-        if (!(areas instanceof SplitRingAreas s)) {
-            throw new IllegalStateException("ring " + index + " is packed: its position after a lost back-end is "
-                    + "not recoverable from the ring; reconnection resumes split rings only");
-        }
-        return Short.toUnsignedInt(s.usedRing().get(LE_SHORT, SplitLayout.USED_IDX));
     }
 
     void closeFds() {

@@ -402,13 +402,16 @@ public final class FrontendSession implements AutoCloseable {
      * features required before, and the queues) and starts again with the same memory, rings and eventfds.
      *
      * <p>Still connected, the session first stops the rings in order ({@link #stop()}; a back-end failing to answer
-     * is taken as gone), so the old back-end no longer touches them. What is resumed: each split ring from the index
-     * in its used ring, the count of requests the old back-end completed (not GET_VRING_BASE's answer, which also
-     * counts requests it took and never completed). Buffers made available after that, in flight when it went away, are offered again to the new
-     * back-end, which processes them and returns them with their original ids: nothing is lost, though a request
-     * may run twice (as after QEMU reconnects a vhost-user-blk back-end without inflight tracking). Used buffers the
-     * driver had not reaped yet stay reapable. Packed rings are not resumed (their device position cannot be read
-     * back from the ring): {@link IllegalStateException}.
+     * is taken as gone), so the old back-end no longer touches them. Each split ring then resumes from the index in
+     * its used ring, the count of requests the old back-end returned (not GET_VRING_BASE's answer, which also counts
+     * requests it took and never returned), and every request still in flight that it did not return is offered
+     * again ({@link DriverQueue#reofferInFlight()}: the old back-end may have completed them out of order, so the
+     * avail entries from the used index on are rewritten with them). The new back-end processes them and returns
+     * them with their original ids: nothing is lost. A request the old back-end took and completed, but whose used
+     * entry it did not publish before it died, runs twice (as after QEMU reconnects a vhost-user-blk back-end
+     * without inflight tracking, which is what removes that). Used buffers the driver had not reaped yet stay
+     * reapable. Packed rings are not resumed (their device position cannot be read back from the ring):
+     * {@link UnsupportedOperationException}, before anything changes.
      *
      * @throws NegotiationFailedException when the new back-end offers less than was negotiated
      */
@@ -417,7 +420,10 @@ public final class FrontendSession implements AutoCloseable {
             throw new IllegalStateException("a session made over a connected front-end cannot reconnect");
         }
         for (DriverRing r : rings) {
-            r.usedIndex(); // packed rings are refused before anything changes
+            if (r.areas().format() != RingFormat.SPLIT) { // refused before anything changes
+                throw new UnsupportedOperationException("ring " + r.index() + " is packed: its position after a lost "
+                        + "back-end is not recoverable from the ring; reconnection resumes split rings only");
+            }
         }
         if (frontend != null) {
             try {
@@ -429,7 +435,7 @@ public final class FrontendSession implements AutoCloseable {
         disconnect();
         long[] bases = new long[rings.size()];
         for (DriverRing r : rings) {
-            bases[r.index()] = r.usedIndex();
+            bases[r.index()] = r.queue().reofferInFlight();
         }
         frontend = server != null ? VhostUserFrontend.over(accept(server, patience))
                 : VhostUserFrontend.connect(path, patience);

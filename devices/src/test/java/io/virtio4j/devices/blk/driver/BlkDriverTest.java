@@ -4,6 +4,7 @@ import io.virtio4j.core.layout.Descriptors;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.devices.blk.driver.BlkDriver.Completion;
 import io.virtio4j.devices.blk.BlkDevice;
 import io.virtio4j.devices.blk.BlkLayout;
 import io.virtio4j.devices.blk.io.BlockEngine;
@@ -45,7 +46,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * SEG_MAX cannot carry is refused at connect, FLUSH, GET_ID, WRITE_ZEROES, DISCARD and a read past the end answer
  * as the spec says, requests queued while the back-end is away are served after reconnect, and misuse of the API is
  * refused. What the real device never does (a status byte outside the spec, or none) is played by
- * {@link StatusForgingBlkDevice}.
+ * {@link StatusForgingBlkDevice}, and a back-end dying with completions out of order by
+ * {@link SecondOfThreeCompletingBlkDevice}.
  */
 class BlkDriverTest {
     private static final long DISK = 4L << 20;
@@ -373,6 +375,90 @@ class BlkDriverTest {
                 server.join(TIMEOUT.toMillis());
             }
         }
+    }
+
+    /**
+     * The back-end takes three writes (A, B, C), completes only the second and dies; D is queued while it is away
+     * and takes B's slot and ring head. After {@link BlkDriver#reconnect} the next connection gets A, C and D once
+     * each (resuming at the used index alone would offer D twice and A never): every request completes exactly
+     * once, and what the disk holds matches the checksums, D's data where B's was.
+     */
+    @Test
+    void requestsInFlightWhenTheBackendDiesCompleteOnceAfterReconnect() throws Exception {
+        SecondOfThreeCompletingBlkDevice device = new SecondOfThreeCompletingBlkDevice();
+        Path path = dir.resolve("dying.sock");
+        VhostUserBackendEndpoint endpoint = new VhostUserBackendEndpoint(
+                () -> new VhostUserSession(device, BackendOptions.defaults()));
+        Thread server = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                endpoint.listen(path);
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        BlkDriver.Config config = BlkDriver.Config.defaults().withDepth(8).withMaxRequestBytes(4096);
+        try (BlkDriver d = BlkDriver.connect(path, config, TIMEOUT)) {
+            SplittableRandom random = new SplittableRandom(3);
+            int[] request = new int[8]; // the request (0 A, 1 B, 2 C, 3 D) each slot carries
+            long[] sums = new long[4];
+            long[] sectors = {8, 16, 24, 16};
+            for (int r = 0; r < 3; r++) {
+                queueWrite(d, request, sums, sectors, r, random);
+            }
+            d.kick(0);
+            int[] done = new int[4];
+            Completion count = (slot, status, used) -> {
+                assertEquals(BlkLayout.S_OK, status, "request " + request[slot]);
+                done[request[slot]]++;
+            };
+            while (done[1] == 0) {
+                if (d.complete(0, count) == 0) {
+                    assertTrue(d.await(0, WAIT_NANOS), "B completes");
+                }
+            }
+            assertEquals(2, d.inFlight(0), "A and C stay with the dying back-end");
+            d.session().disconnect();
+            long deadline = System.nanoTime() + WAIT_NANOS;
+            while (device.resets == 0) { // the back-end is gone for good: it no longer touches the ring
+                assertTrue(System.nanoTime() - deadline < 0, "the back-end did not end the connection");
+                Thread.sleep(1);
+            }
+            queueWrite(d, request, sums, sectors, 3, random);
+            d.kick(0); // nobody listens
+            d.reconnect(TIMEOUT);
+            while (done[0] + done[2] + done[3] < 3) {
+                if (d.complete(0, count) == 0) {
+                    assertTrue(d.await(0, WAIT_NANOS), "completions after reconnect: " + Arrays.toString(done));
+                }
+            }
+            assertEquals(0, d.inFlight(0));
+            assertEquals(0, d.complete(0, count), "nothing completes twice");
+            assertEquals("[1, 1, 1, 1]", Arrays.toString(done), "each request completed once");
+            for (int r : new int[] {0, 2, 3}) {
+                assertEquals(sums[r], crc(device.disk, sectors[r] * BlkLayout.SECTOR, 4096), "request " + r + " on disk");
+                int slot = d.acquire(0);
+                d.data(0, slot).fill((byte) 0);
+                d.read(0, slot, sectors[r], 4096);
+                assertEquals(BlkLayout.S_OK, d.run(0, slot, TIMEOUT));
+                assertEquals(sums[r], crc(d.data(0, slot), 0, 4096), "request " + r + " read back");
+            }
+        } finally {
+            endpoint.close();
+            server.join(TIMEOUT.toMillis());
+        }
+    }
+
+    /** Queues request {@code r}: a write of 4 KiB of random bytes to {@code sectors[r]}, its checksum kept. */
+    private static void queueWrite(BlkDriver d, int[] request, long[] sums, long[] sectors, int r,
+                                   SplittableRandom random) {
+        int slot = d.acquire(0);
+        request[slot] = r;
+        MemorySegment data = d.data(0, slot);
+        for (int b = 0; b < 4096; b += 8) {
+            data.set(ValueLayout.JAVA_LONG_UNALIGNED, b, random.nextLong());
+        }
+        sums[r] = crc(data, 0, 4096);
+        d.write(0, slot, sectors[r], 4096);
     }
 
     /** SEG_MAX (126) pieces of SIZE_MAX (1 MiB) cannot carry a request one SIZE_MAX longer: refused at connect. */
