@@ -228,12 +228,19 @@ public final class BlkDriver implements AutoCloseable {
                     + maxSegments + " segments of SIZE_MAX " + segmentBytes + ", SEG_MAX is " + deviceConfig.segMax());
         }
         int maxElements = 2 + Math.max(1, maxSegments);
-        boolean indirect = VirtioFeatures.has(features, VirtioFeatures.INDIRECT_DESC);
-        int depth = indirect ? config.depth() : Math.min(config.depth(), config.queueSize() / maxElements);
-        if (depth < 1) {
-            throw new IllegalArgumentException("a request of " + maxElements + " descriptors does not fit a ring of "
-                    + config.queueSize() + " without indirect descriptors");
+        // The spec bounds a chain by the queue size with indirect descriptors too (a device may break the queue
+        // on a longer one, ours does); checked before anything is sized by it, so a device's tiny SIZE_MAX
+        // without SEG_MAX cannot make the driver build chains and indirect tables of millions of elements.
+        if (maxElements > config.queueSize()) {
+            throw new NegotiationFailedException("requests of " + config.maxRequestBytes() + " bytes: they take "
+                    + maxElements + " descriptors (header, " + maxSegments + " data segments of "
+                    + (segmentBytes < config.maxRequestBytes() ? "SIZE_MAX " + segmentBytes : "the whole request")
+                    + ", SEG_MAX " + (has(BlkLayout.F_SEG_MAX) ? Integer.toString(deviceConfig.segMax()) : "not set")
+                    + ", status), more than the queue size " + config.queueSize());
         }
+        boolean indirect = VirtioFeatures.has(features, VirtioFeatures.INDIRECT_DESC);
+        // without indirect descriptors each request takes maxElements ring descriptors (at least one fits: above)
+        int depth = indirect ? config.depth() : Math.min(config.depth(), config.queueSize() / maxElements);
         int qs = config.queueSize();
         int indirectElements = indirect ? maxElements : 0;
         long slotBytes = GuestMemory.roundUp(config.maxRequestBytes(), GuestMemory.PAGE);
@@ -289,7 +296,8 @@ public final class BlkDriver implements AutoCloseable {
      * negotiates, reads and checks its configuration, and starts every queue.
      *
      * @throws NegotiationFailedException when the back-end lacks a required feature or enough queues, or its
-     *         SIZE_MAX and SEG_MAX do not allow {@link Config#maxRequestBytes()}
+     *         SIZE_MAX and SEG_MAX do not allow {@link Config#maxRequestBytes()}, or a request of that size cut
+     *         into SIZE_MAX pieces takes more descriptors than {@link Config#queueSize()}
      * @throws BadDeviceConfigException   when its configuration space holds a value the driver cannot use
      */
     public static BlkDriver connect(Path socket, Config config, Duration patience) throws InterruptedException {

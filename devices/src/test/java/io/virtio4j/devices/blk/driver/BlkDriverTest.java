@@ -473,6 +473,28 @@ class BlkDriverTest {
         }
     }
 
+    /**
+     * 15 MiB requests in SIZE_MAX (1 MiB) pieces take 17 descriptors, more than a 16-entry queue: refused at connect
+     * with indirect descriptors too (the spec bounds a chain by the queue size either way), naming SIZE_MAX, SEG_MAX
+     * and the queue size; 14 MiB (16 descriptors) is fine.
+     */
+    @ParameterizedTest
+    @CsvSource({"true", "false"})
+    void aChainLongerThanTheQueueIsRefusedAtConnect(boolean indirect) throws Exception {
+        try (BlockStore store = BlockStore.open(file(DISK).toString(), false, 512)) {
+            BlkDriver.Config config = BlkDriver.Config.defaults().withDepth(1).withQueueSize(16).withIndirect(indirect)
+                    .withMaxRequestBytes(15 * BlkDevice.SIZE_MAX);
+            NegotiationFailedException e = assertThrows(NegotiationFailedException.class,
+                    () -> withDriver(device(store, 1), config, d -> { }));
+            for (String named : new String[] {"17 descriptors", "SIZE_MAX " + BlkDevice.SIZE_MAX,
+                    "SEG_MAX " + BlkDevice.SEG_MAX, "queue size 16"}) {
+                assertTrue(e.getMessage().contains(named), e.getMessage());
+            }
+            withDriver(device(store, 1), config.withMaxRequestBytes(14 * BlkDevice.SIZE_MAX),
+                    d -> assertEquals(14, d.maxSegments()));
+        }
+    }
+
     @Test
     void misuseIsRefused() throws Exception {
         try (BlockStore store = BlockStore.open(file(DISK).toString(), true, 512)) {
