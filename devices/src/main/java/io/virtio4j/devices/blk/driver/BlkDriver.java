@@ -208,6 +208,8 @@ public final class BlkDriver implements AutoCloseable {
     private final long features;
     private final int maxSegments;
     private final int segmentBytes;
+    /** Unit of READ and WRITE offsets and lengths: BLK_SIZE when negotiated (checked: a power of two from 512). */
+    private final int blockBytes;
     private final Queue[] queues;
     private boolean closed;
 
@@ -218,6 +220,7 @@ public final class BlkDriver implements AutoCloseable {
                 FrontendSession.PROTOCOL_FEATURES, ProtocolFeatures.bit(ProtocolFeatures.CONFIG), config.queues());
         this.deviceConfig = BlkConfig.decode(session.getConfig(0, BlkConfig.READ_SIZE));
         validate(deviceConfig);
+        this.blockBytes = has(BlkLayout.F_BLK_SIZE) ? deviceConfig.blkSize() : BlkLayout.SECTOR;
         // data segments: SIZE_MAX-sized pieces of the slot's contiguous buffer
         this.segmentBytes = has(BlkLayout.F_SIZE_MAX) && deviceConfig.sizeMax() > 0
                 && deviceConfig.sizeMax() < config.maxRequestBytes()
@@ -355,6 +358,14 @@ public final class BlkDriver implements AutoCloseable {
         return q(queue).depth;
     }
 
+    /**
+     * Bytes READ and WRITE offsets and lengths are multiples of: the device's logical block size (BLK_SIZE) when it
+     * offered one, else 512.
+     */
+    public int blockSize() {
+        return blockBytes;
+    }
+
     /** Data descriptors a request of the full {@link Config#maxRequestBytes()} takes. */
     public int maxSegments() {
         return maxSegments;
@@ -390,11 +401,14 @@ public final class BlkDriver implements AutoCloseable {
         return q(queue).data[slot];
     }
 
-    /** Queues a read of {@code bytes} (a multiple of 512, at most maxRequestBytes) from {@code sector} into the slot's data. */
+    /**
+     * Queues a read of {@code bytes} (a multiple of {@link #blockSize()}, at most maxRequestBytes) from {@code sector}
+     * (in 512-byte units, at a multiple of the block size) into the slot's data.
+     */
     public void read(int queue, int slot, long sector, int bytes) {
         Queue q = q(queue);
         requireAcquired(q, slot);
-        requireLength(bytes);
+        requireBlocks(sector, bytes);
         header(q, slot, BlkLayout.T_IN, sector);
         q.sg.clear().readable(q.metaGpa + (long) slot * META_BYTES, BlkLayout.HEADER_BYTES);
         for (int at = 0; at < bytes; at += segmentBytes) {
@@ -403,11 +417,11 @@ public final class BlkDriver implements AutoCloseable {
         submit(q, slot);
     }
 
-    /** Queues a write of the first {@code bytes} of the slot's data to {@code sector}. */
+    /** Queues a write of the first {@code bytes} of the slot's data to {@code sector} (both as for {@link #read}). */
     public void write(int queue, int slot, long sector, int bytes) {
         Queue q = q(queue);
         requireAcquired(q, slot);
-        requireLength(bytes);
+        requireBlocks(sector, bytes);
         requireWritable();
         header(q, slot, BlkLayout.T_OUT, sector);
         q.sg.clear().readable(q.metaGpa + (long) slot * META_BYTES, BlkLayout.HEADER_BYTES);
@@ -606,10 +620,15 @@ public final class BlkDriver implements AutoCloseable {
         }
     }
 
-    private void requireLength(int bytes) {
-        if (bytes < BlkLayout.SECTOR || bytes > config.maxRequestBytes() || bytes % BlkLayout.SECTOR != 0) {
-            throw new IllegalArgumentException("request of " + bytes + " bytes: a multiple of " + BlkLayout.SECTOR
-                    + " up to " + config.maxRequestBytes());
+    /** Whole blocks of the device (BLK_SIZE, else 512 bytes) at a block boundary, at most maxRequestBytes. */
+    private void requireBlocks(long sector, int bytes) {
+        if (bytes < blockBytes || bytes > config.maxRequestBytes() || bytes % blockBytes != 0) {
+            throw new IllegalArgumentException("request of " + bytes + " bytes: a multiple of the block size "
+                    + blockBytes + " up to " + config.maxRequestBytes());
+        }
+        if (sector < 0 || sector % (blockBytes / BlkLayout.SECTOR) != 0) {
+            throw new IllegalArgumentException("request at sector " + sector + ": a block boundary (block size "
+                    + blockBytes + ", " + blockBytes / BlkLayout.SECTOR + " sectors)");
         }
     }
 

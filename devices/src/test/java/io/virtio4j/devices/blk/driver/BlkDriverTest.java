@@ -495,6 +495,30 @@ class BlkDriverTest {
         }
     }
 
+    /**
+     * A device of 4 KiB logical blocks (BLK_SIZE 4096): reads and writes of part of a block, or not at a block
+     * boundary, are refused before anything is queued; whole blocks go through.
+     */
+    @Test
+    void readsAndWritesAreInWholeBlocksOfBlkSize() throws Exception {
+        try (BlockStore store = BlockStore.open(file(DISK).toString(), false, 4096)) {
+            withDriver(device(store, 1), BlkDriver.Config.defaults().withDepth(2).withMaxRequestBytes(8192), d -> {
+                assertEquals(4096, d.blockSize());
+                int slot = d.acquire(0);
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> d.read(0, slot, 0, 512));
+                assertTrue(e.getMessage().contains("block size 4096"), e.getMessage());
+                assertThrows(IllegalArgumentException.class, () -> d.write(0, slot, 0, 4096 + 512), "part of a block");
+                e = assertThrows(IllegalArgumentException.class, () -> d.write(0, slot, 1, 4096));
+                assertTrue(e.getMessage().contains("sector 1"), e.getMessage());
+                assertThrows(IllegalArgumentException.class, () -> d.read(0, slot, 12, 4096), "not a block boundary");
+                assertEquals(0, d.inFlight(0));
+                d.data(0, slot).fill((byte) 0x33);
+                d.write(0, slot, 8, 8192);
+                assertEquals(BlkLayout.S_OK, status(d, 0, slot));
+            });
+        }
+    }
+
     @Test
     void misuseIsRefused() throws Exception {
         try (BlockStore store = BlockStore.open(file(DISK).toString(), true, 512)) {
@@ -503,6 +527,7 @@ class BlkDriverTest {
                 assertThrows(IllegalStateException.class, () -> d.read(0, 0, 0, 512), "not acquired");
                 int slot = d.acquire(0);
                 assertThrows(IllegalArgumentException.class, () -> d.read(0, slot, 0, 100), "not whole sectors");
+                assertThrows(IllegalArgumentException.class, () -> d.read(0, slot, -1, 512), "negative sector");
                 assertThrows(IllegalArgumentException.class, () -> d.read(0, slot, 0, 0), "empty");
                 assertThrows(IllegalArgumentException.class,
                         () -> d.read(0, slot, 0, d.config().maxRequestBytes() + BlkLayout.SECTOR), "too long");
