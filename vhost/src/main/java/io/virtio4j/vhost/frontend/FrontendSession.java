@@ -72,22 +72,31 @@ public final class FrontendSession implements AutoCloseable {
 
     /**
      * Connects to the back-end listening at {@code path}, waiting up to {@code patience} for it to appear (see
-     * {@link VhostUserFrontend#connect(Path, Duration)}); {@link #reconnect} connects there again.
+     * {@link VhostUserFrontend#connect(Path, Duration)}) and for each of its replies
+     * ({@link VhostUserFrontend#replyPatience(Duration)}); {@link #reconnect} connects there again.
      */
     public static FrontendSession connect(Path path, Duration patience) throws InterruptedException {
-        return new FrontendSession(VhostUserFrontend.connect(path, patience), path, null);
+        VhostUserFrontend.requirePositive(patience);
+        return new FrontendSession(patient(VhostUserFrontend.connect(path, patience), patience), path, null);
+    }
+
+    private static VhostUserFrontend patient(VhostUserFrontend frontend, Duration patience) {
+        frontend.replyPatience(patience);
+        return frontend;
     }
 
     /**
      * Listens at {@code path} (a file must not exist there) and accepts one back-end, waiting up to
-     * {@code patience}; the socket keeps listening, so {@link #reconnect} accepts the back-end's next connection.
+     * {@code patience} for it and for each of its replies; the socket keeps listening, so {@link #reconnect} accepts
+     * the back-end's next connection.
      *
      * @throws BackendTimeoutException when no back-end connected in time
      */
     public static FrontendSession listen(Path path, Duration patience) throws InterruptedException {
+        VhostUserFrontend.requirePositive(patience);
         UnixServerSocket server = UnixServerSocket.listen(path, 1);
         try {
-            return new FrontendSession(VhostUserFrontend.over(accept(server, patience)), path, server);
+            return new FrontendSession(patient(VhostUserFrontend.over(accept(server, patience)), patience), path, server);
         } catch (RuntimeException | Error | InterruptedException e) {
             server.close();
             throw e;
@@ -401,8 +410,8 @@ public final class FrontendSession implements AutoCloseable {
      * connection), negotiates the same features (the back-end must offer every one acked before, the protocol
      * features required before, and the queues) and starts again with the same memory, rings and eventfds.
      *
-     * <p>Still connected, the session first stops the rings in order ({@link #stop()}; a back-end failing to answer
-     * is taken as gone), so the old back-end no longer touches them. Each split ring then resumes from the index in
+     * <p>Still connected, the session first stops the rings in order ({@link #stop()}; a back-end failing to answer,
+     * or not answering within {@code patience}, is taken as gone), so the old back-end no longer touches them. Each split ring then resumes from the index in
      * its used ring, the count of requests the old back-end returned (not GET_VRING_BASE's answer, which also counts
      * requests it took and never returned), and every request still in flight that it did not return is offered
      * again ({@link DriverQueue#reofferInFlight()}: the old back-end may have completed them out of order, so the
@@ -413,9 +422,12 @@ public final class FrontendSession implements AutoCloseable {
      * reapable. Packed rings are not resumed (their device position cannot be read back from the ring):
      * {@link UnsupportedOperationException}, before anything changes.
      *
+     * @param patience how long the old back-end may take to answer, the new one to appear, and each of its replies
      * @throws NegotiationFailedException when the new back-end offers less than was negotiated
+     * @throws BackendTimeoutException    when no new back-end appeared, or it did not answer, within {@code patience}
      */
     public void reconnect(Duration patience) throws InterruptedException {
+        VhostUserFrontend.requirePositive(patience);
         if (path == null) {
             throw new IllegalStateException("a session made over a connected front-end cannot reconnect");
         }
@@ -427,9 +439,10 @@ public final class FrontendSession implements AutoCloseable {
         }
         if (frontend != null) {
             try {
+                frontend.replyPatience(patience);
                 stop();
-            } catch (VhostUserRequestFailedException | LinuxException e) {
-                // the back-end is going away: it stops its rings with the connection
+            } catch (VhostUserRequestFailedException | LinuxException | BackendTimeoutException e) {
+                // the back-end is going away, or wedged: it stops its rings with the connection
             }
         }
         disconnect();
@@ -437,8 +450,8 @@ public final class FrontendSession implements AutoCloseable {
         for (DriverRing r : rings) {
             bases[r.index()] = r.queue().reofferInFlight();
         }
-        frontend = server != null ? VhostUserFrontend.over(accept(server, patience))
-                : VhostUserFrontend.connect(path, patience);
+        frontend = patient(server != null ? VhostUserFrontend.over(accept(server, patience))
+                : VhostUserFrontend.connect(path, patience), patience);
         long acked = features;
         long before = protocolFeatures;
         negotiate(acked, acked, wantedProtocolFeatures, requiredProtocolFeatures, requiredQueues);

@@ -4,6 +4,7 @@ import io.virtio4j.os.Errno;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
+import io.virtio4j.os.Poll;
 import io.virtio4j.os.UnixSocket;
 import io.virtio4j.vhost.protocol.ConfigPayload;
 import io.virtio4j.vhost.protocol.Header;
@@ -29,8 +30,16 @@ import java.util.List;
  * The front-end side of vhost-user (QEMU's role): negotiates with a back-end and hands it memory, rings and
  * eventfds. With REPLY_ACK negotiated every request without a reply asks for an acknowledgement, so a refusal
  * surfaces as {@link VhostUserRequestFailedException} at the call that caused it.
+ *
+ * <p>No reply is waited for longer than the {@link #replyPatience(Duration) reply patience}: a wedged back-end
+ * surfaces as {@link BackendTimeoutException} instead of blocking its caller (a stop, a reconnect, a driver) for
+ * ever. A reply may still arrive after that, so the connection is out of step: the requests below then refuse
+ * with the same exception; close it ({@link FrontendSession#reconnect} does).
  */
 public final class VhostUserFrontend implements AutoCloseable {
+    /** How long a reply may take unless {@link #replyPatience(Duration)} says otherwise. */
+    public static final Duration DEFAULT_REPLY_PATIENCE = Duration.ofSeconds(30);
+
     /** A region of the front-end's memory: guest-physical and front-end-virtual address, and its fd. */
     public record Region(long guestPhysAddr, long size, long userAddr, long mmapOffset, FileDescriptor fd) {
         MemoryRegionDescription description() {
@@ -64,10 +73,31 @@ public final class VhostUserFrontend implements AutoCloseable {
     private final UnixSocket socket;
     private final Arena arena = Arena.ofConfined();
     private final MemorySegment buf = arena.allocate(Header.SIZE + 4096, 8);
+    private final Poll readable;
+    private Duration replyPatience = DEFAULT_REPLY_PATIENCE;
     private boolean replyAck;
+    /** Why the connection is out of step (a reply waited for in vain), or null. */
+    private String outOfStep;
 
     private VhostUserFrontend(UnixSocket socket) {
         this.socket = socket;
+        this.readable = new Poll(socket.fileDescriptor(), Poll.POLLIN);
+    }
+
+    /** Sets how long any reply may take from now on (positive). */
+    public void replyPatience(Duration patience) {
+        replyPatience = requirePositive(patience);
+    }
+
+    static Duration requirePositive(Duration patience) {
+        if (patience.isNegative() || patience.isZero()) {
+            throw new IllegalArgumentException("patience " + patience + ": must be positive");
+        }
+        return patience;
+    }
+
+    public Duration replyPatience() {
+        return replyPatience;
     }
 
     public static VhostUserFrontend connect(Path path) {
@@ -122,9 +152,18 @@ public final class VhostUserFrontend implements AutoCloseable {
         socket.sendmsg(buf, Header.SIZE);
     }
 
-    /** Receives one reply, or null when the back-end closed the connection. */
+    /**
+     * Receives one reply, or null when the back-end closed the connection.
+     *
+     * @throws BackendTimeoutException when none came within the {@link #replyPatience() reply patience}
+     */
     public Reply receive() {
-        if (!readFully(0, Header.SIZE)) {
+        return receive("a reply");
+    }
+
+    private Reply receive(String awaited) {
+        long deadline = System.nanoTime() + replyPatience.toNanos();
+        if (!readFully(0, Header.SIZE, deadline, awaited)) {
             return null;
         }
         Header h = Header.read(buf);
@@ -132,15 +171,16 @@ public final class VhostUserFrontend implements AutoCloseable {
             throw new VhostUserRequestFailedException("reply to " + Request.nameOf(h.request()) + " announces " + h.size()
                     + " bytes");
         }
-        if (!readFully(Header.SIZE, Header.SIZE + h.size())) {
+        if (!readFully(Header.SIZE, Header.SIZE + h.size(), deadline, awaited)) {
             return null;
         }
         return new Reply(h.request(), h.flags(), buf.asSlice(Header.SIZE, h.size()).toArray(ValueLayout.JAVA_BYTE));
     }
 
-    private boolean readFully(long from, long to) {
+    private boolean readFully(long from, long to, long deadline, String awaited) {
         long at = from;
         while (at < to) {
+            awaitReadable(deadline, awaited);
             UnixSocket.Received r = socket.recvmsg(buf.asSlice(at, to - at), new FileDescriptor[0]);
             if (r.bytes() == 0) {
                 return false;
@@ -148,6 +188,22 @@ public final class VhostUserFrontend implements AutoCloseable {
             at += r.bytes();
         }
         return true;
+    }
+
+    /**
+     * Waits until the socket has bytes (or is closed or failed: recvmsg then tells), at most until {@code deadline}.
+     * A signal cuts a poll short with 0, so it loops on its own deadline.
+     */
+    private void awaitReadable(long deadline, String awaited) {
+        while (true) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new BackendTimeoutException("no " + awaited + " from the back-end within " + replyPatience);
+            }
+            if (readable.await(left) != 0) {
+                return;
+            }
+        }
     }
 
     // ---- requests ----
@@ -158,6 +214,9 @@ public final class VhostUserFrontend implements AutoCloseable {
      * throws) or at once (without).
      */
     private Reply request(Request r, byte[] payload, FileDescriptor... fds) {
+        if (outOfStep != null) {
+            throw new BackendTimeoutException("the connection is out of step since: " + outOfStep + "; close it");
+        }
         boolean ack = replyAck && !r.hasReply();
         sendRaw(r.code(), ack ? ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_NEED_REPLY : ProtocolFeatures.VERSION,
                 payload, fds);
@@ -174,7 +233,14 @@ public final class VhostUserFrontend implements AutoCloseable {
     }
 
     private Reply expectReply(Request r) {
-        Reply reply = receive();
+        Reply reply;
+        try {
+            reply = receive("reply to " + r);
+        } catch (BackendTimeoutException e) {
+            // the reply may still come, and would be taken for the next request's
+            outOfStep = e.getMessage();
+            throw e;
+        }
         if (reply == null) {
             throw new VhostUserRequestFailedException("back-end closed the connection instead of answering " + r);
         }

@@ -295,8 +295,8 @@ public final class BlkDriver implements AutoCloseable {
     }
 
     /**
-     * Connects to the vhost-user-blk back-end at {@code socket} (waiting up to {@code patience} for it to listen),
-     * negotiates, reads and checks its configuration, and starts every queue.
+     * Connects to the vhost-user-blk back-end at {@code socket} (waiting up to {@code patience} for it to listen, and
+     * for each of its replies), negotiates, reads and checks its configuration, and starts every queue.
      *
      * @throws NegotiationFailedException when the back-end lacks a required feature or enough queues, or its
      *         SIZE_MAX and SEG_MAX do not allow {@link Config#maxRequestBytes()}, or a request of that size cut
