@@ -70,6 +70,20 @@ class BlockFileTest {
     }
 
     /**
+     * A failed fdatasync is reported with its errno (the call the kernel answers once, captured; a FIFO has no
+     * data to sync and answers EINVAL every time). The case the capture exists for, a write-back error that a
+     * second call would not repeat, needs a failing disk (dm-error), which this machine has not.
+     */
+    @Test
+    void aFailedFdatasyncReportsItsErrno() throws Exception {
+        Path fifo = dir.resolve("fifo");
+        assertEquals(0, new ProcessBuilder("mkfifo", fifo.toString()).inheritIO().start().waitFor());
+        try (BlockFile bf = BlockFile.open(fifo.toString(), false)) { // O_RDWR opens a FIFO without waiting
+            assertEquals(-Errno.EINVAL, bf.io().fdatasync());
+        }
+    }
+
+    /**
      * A read the kernel splits (a seq_file such as /proc/kallsyms hands out one buffer of whole records per call) goes
      * on from where each part stopped, inside an entry as often as not, and brings what a plain read brings; the
      * caller's entries are read, never rewritten.
