@@ -283,19 +283,32 @@ public final class QueueRunner implements AutoCloseable {
                 LOG.warning(name + ": not pinned to CPU " + cpu + ": " + e.getMessage());
             }
         }
+        Throwable death = null;
         try (Arena arena = Arena.ofConfined()) {
-            worker.onStart(arena, epoll);
-            loop();
-            if (mailbox.poisoned()) {
-                breakAttached(mailbox.unanswered());
+            try {
+                worker.onStart(arena, epoll);
+                loop();
+                if (mailbox.poisoned()) {
+                    breakAttached(mailbox.unanswered());
+                }
+            } catch (Throwable t) {
+                death = t;
+                die(t);
             }
-        } catch (Throwable t) {
-            die(t);
-        } finally {
+            // Inside the arena's life: the worker's I/O in flight reads and writes memory of this arena (iovec
+            // arrays) as well as guest memory, so onStop waits for it before the arena goes. And before the control
+            // thread hears of a death (mailbox.die below): it would go on to reset the device and unmap guest
+            // memory the kernel may still be writing.
             try {
                 worker.onStop();
             } catch (Throwable t) {
-                LOG.warning(name + ": stopping: " + t);
+                LOG.log(Level.SEVERE, name + ": stopping: " + t, t);
+            }
+        } catch (Throwable t) {
+            death = death == null ? t : death; // the arena would not close: nothing more can go wrong after it
+        } finally {
+            if (death != null) {
+                mailbox.die(death); // whatever happened above, the control thread must not wait for this thread
             }
         }
     }
@@ -349,13 +362,16 @@ public final class QueueRunner implements AutoCloseable {
         return events;
     }
 
-    /** Worker thread, after a throwable: breaks every attached queue and fails the mailbox. */
+    /**
+     * Worker thread, after a throwable: breaks every attached queue (nothing goes back to the ring from here on;
+     * the mailbox is failed once the worker has stopped, see {@link #run}).
+     */
     private void die(Throwable t) {
         LOG.log(Level.SEVERE, name + " died: " + t, t);
         try {
             breakAttached(t);
-        } finally {
-            mailbox.die(t); // whatever happened above, the control thread must not wait for this thread
+        } catch (Throwable u) {
+            t.addSuppressed(u);
         }
     }
 

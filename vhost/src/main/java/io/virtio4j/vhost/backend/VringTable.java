@@ -383,9 +383,25 @@ final class VringTable implements AutoCloseable {
         v.err.closeRetired();
     }
 
+    /**
+     * Stops every ring, also those after one that failed to stop (a worker that did not answer): each left running
+     * would be drained by nobody before the device resets; the first failure is thrown afterwards.
+     */
     private void stopAll() {
+        RuntimeException first = null;
         for (Vring v : vrings) {
-            stop(v);
+            try {
+                stop(v);
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
         }
     }
 }

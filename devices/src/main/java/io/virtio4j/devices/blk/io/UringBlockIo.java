@@ -8,6 +8,7 @@ import io.virtio4j.os.IoUring;
 import io.virtio4j.os.IoVecs;
 
 import java.lang.foreign.Arena;
+import java.util.logging.Logger;
 
 /**
  * The io_uring engine: each operation becomes one request on a ring of this engine's own (one per queue thread),
@@ -36,6 +37,7 @@ import java.lang.foreign.Arena;
  * closes it, and it must stay open until {@link #close()} returns.
  */
 public final class UringBlockIo implements BlockIo {
+    private static final Logger LOG = Logger.getLogger(UringBlockIo.class.getName());
     private static final int FREE = -1;
     /** Takes the results {@link #close()} waits for and drops. */
     private static final Completion DROP = (tag, result) -> { };
@@ -296,6 +298,7 @@ public final class UringBlockIo implements BlockIo {
         if (closed) {
             return;
         }
+        boolean idle = false;
         try {
             submit();
             while (inFlight > 0) {
@@ -303,13 +306,22 @@ public final class UringBlockIo implements BlockIo {
                     ring.awaitCompletions(1);
                 }
             }
+            idle = true;
         } finally {
             closed = true;
-            try {
-                ring.close();
-            } finally {
-                completions.close();
-                arena.close();
+            if (idle) {
+                try {
+                    ring.close();
+                } finally {
+                    completions.close();
+                    arena.close();
+                }
+            } else {
+                // The wait failed with operations in flight: closing the ring would not stop them (the kernel goes
+                // on reading and writing their buffers) and freeing the slots' iovecs would let it read freed
+                // memory. Leak all of it instead, loudly.
+                LOG.severe(this + ": closed with " + inFlight + " operations in flight; leaving the ring, its"
+                        + " eventfd and its memory to them");
             }
         }
     }
