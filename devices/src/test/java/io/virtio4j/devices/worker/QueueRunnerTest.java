@@ -195,6 +195,33 @@ class QueueRunnerTest {
         assertEquals(1, w.stops.get());
     }
 
+    /**
+     * Memory retired while a closed runner's thread still runs (here stuck in onStop, as a worker waiting for its
+     * I/O is) is unmapped only once that thread has ended, on it; retired after that, at once.
+     */
+    @Test
+    @Timeout(60)
+    void memoryIsRetiredOnlyOnceEveryLingeringThreadHasEnded() throws Exception {
+        ArenaWork w = new ArenaWork(true);
+        QueueRunner r = new QueueRunner("test-runner", -1, 0, w);
+        LingeringRunners lingering = new LingeringRunners();
+        CountDownLatch unmapped = new CountDownLatch(1);
+        try {
+            w.inStop.await();
+            lingering.add(r);
+            lingering.retire(unmapped::countDown);
+            assertEquals(1, unmapped.getCount(), "unmapped while the thread still runs");
+        } finally {
+            w.release.countDown();
+        }
+        unmapped.await(); // the thread's last step
+        assertTrue(r.ended());
+        AtomicInteger later = new AtomicInteger();
+        lingering.retire(later::incrementAndGet);
+        assertEquals(1, later.get(), "nothing lingers any more: unmapped at once");
+        r.close();
+    }
+
     /** One queue pair that looks like a net device to the driver; it records its started queues and serves none. */
     private static final class RecordingDevice extends OnePairNetLookalike {
         final AtomicReferenceArray<QueueContext> started = new AtomicReferenceArray<>(2);

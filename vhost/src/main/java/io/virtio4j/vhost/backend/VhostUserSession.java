@@ -255,11 +255,18 @@ public final class VhostUserSession implements AutoCloseable {
         status = 0;
     }
 
-    /** Stops every ring, unmaps all memory and closes every fd: the connection is gone. */
+    /**
+     * Stops every ring, closes every fd and unmaps all memory, the last through the device: the connection is
+     * gone, but a device thread that did not give its ring back may still read and write guest memory (or have the
+     * kernel do it), and an unmapped (or remapped) range under it would take its data to someone else's memory.
+     */
     @Override
     public void close() {
         vrings.close();
-        device.reset();
-        memory.close();
+        try {
+            device.reset();
+        } finally {
+            device.retire(memory.release());
+        }
     }
 }

@@ -83,4 +83,14 @@ public interface VirtioDevice {
     /** Returns the device to its initial state (RESET_DEVICE, disconnect); no queue is started then. */
     default void reset() {
     }
+
+    /**
+     * The guest memory of a connection that ended is to be unmapped by {@code unmap} (called after {@link #reset}).
+     * A device runs it only once none of its threads that held a queue may still touch that memory (a worker that
+     * did not answer when its ring was taken back, or I/O it started): later, from another thread, or never (a
+     * leak, logged, rather than data written into memory that is no longer the guest's). By default at once.
+     */
+    default void retire(Runnable unmap) {
+        unmap.run();
+    }
 }

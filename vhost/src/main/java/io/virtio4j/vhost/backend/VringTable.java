@@ -208,7 +208,9 @@ final class VringTable implements AutoCloseable {
             }
         }
         stopAll();
-        change.install();
+        // Through the device: a thread of it that did not give a ring back (before a RESET_DEVICE) may still
+        // touch the regions that go.
+        device.retire(change.install());
         VhostUserProtocolException first = null;
         for (Vring v : vrings) {
             try {

@@ -873,6 +873,34 @@ class HostileFrontendTest {
         }
     }
 
+    /**
+     * The guest memory of a connection that ended is unmapped through the device (VirtioDevice.retire), which holds
+     * it back while a queue thread of its may still touch it: mapped after the close, gone once released.
+     */
+    @Test
+    void theMemoryOfAClosedConnectionIsUnmappedOnlyWhenTheDeviceLetsIt() {
+        String name = "hostile-retire-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+        try (FileDescriptor mem = Memfd.create(name, MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            server.device.deferRetire = true;
+            try {
+                attack(true, fe -> startRing0(fe, mem, kick, call)); // the connection is closed when it returns
+                assertEquals(1, MemoryMapperTest.mappingsOf(name), "unmapped before the device let it go");
+                releaseRetired();
+                assertEquals(0, MemoryMapperTest.mappingsOf(name), "still mapped once the device let it go");
+            } finally {
+                server.device.deferRetire = false;
+                releaseRetired();
+            }
+        }
+    }
+
+    /** Runs the unmappings the device held back, each once. */
+    private void releaseRetired() {
+        List<Runnable> held = List.copyOf(server.device.retired);
+        server.device.retired.clear();
+        held.forEach(Runnable::run);
+    }
+
     /** A descriptor that cannot be made an eventfd (O_PATH: no F_SETFL) is refused and closed. */
     @Test
     void aCallDescriptorThatCannotBeAnEventFdGetsAFailureReplyAndIsClosed() {
