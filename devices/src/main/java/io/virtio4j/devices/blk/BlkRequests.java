@@ -63,6 +63,13 @@ final class BlkRequests {
     static final int MAX_SEGMENTS = BlkDevice.SEG_MAX + 2;
     private static final int T_FLUSH_OUT = 5;
     private static final long DRAIN_POLL_NANOS = 100_000_000L;
+    /**
+     * The most bytes (to read, write, zero or discard) one pass takes on; the request that crosses it still goes
+     * (any request is taken whole). The synchronous engine does a pass's I/O right in it, and the weight alone lets
+     * a pass take 64 requests of up to 4 GiB each: the queue thread would answer its mailbox (a ring stop) only
+     * minutes later, and be taken for stuck.
+     */
+    static final long PASS_BYTES = 64L << 20;
 
     private final int index;
     private final BlockIo io;
@@ -95,6 +102,8 @@ final class BlkRequests {
     private DeviceQueue queue;
     private long features;
     private int pushed;
+    /** Bytes taken on in the current pass (see {@link #PASS_BYTES}). */
+    private long passBytes;
 
     // per-pass counts, folded into stats at the end of a pass
     private long requests;
@@ -170,7 +179,7 @@ final class BlkRequests {
 
     /**
      * One bounded pass: completes what finished, takes up to {@code weight} new requests (fewer when every slot is
-     * busy, none when {@code weight} is 0), starts them, completes what finished meanwhile and publishes. Returns
+     * busy or once they add up to {@link #PASS_BYTES}, none when {@code weight} is 0), starts them, completes what finished meanwhile and publishes. Returns
      * the requests taken plus those completed.
      */
     int pass(int weight) {
@@ -178,8 +187,9 @@ final class BlkRequests {
         DeviceQueue q = queue;
         if (q != null && !q.isBroken() && weight > 0) {
             int taken = 0;
+            passBytes = 0;
             try {
-                while (taken < weight && freeCount > 0) {
+                while (taken < weight && freeCount > 0 && passBytes < PASS_BYTES) {
                     DescriptorChain c = q.pop();
                     if (c == null) {
                         break;
@@ -438,6 +448,7 @@ final class BlkRequests {
         used[slot] = usedLength;
         kind[slot] = type;
         bytes[slot] = length;
+        passBytes += length;
         syncAfter[slot] = sync;
         if (!io.queue(slot, op, offset, length, iov[slot], 0, pieces)) {
             throw new IllegalStateException("engine full with a slot free"); // one slot, one operation
