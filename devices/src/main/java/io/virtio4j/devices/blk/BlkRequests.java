@@ -206,6 +206,11 @@ final class BlkRequests {
         }
         publish();
         fold();
+        if (n == 0 && io.completionFd() == null && io.inFlight() > 0) {
+            // A synchronous engine holding work (a step of zeros written, to be reaped) gives no wake-up for it:
+            // report work, so the thread passes again (serving its mailbox in between) rather than sleeping.
+            n = 1;
+        }
         return n;
     }
 

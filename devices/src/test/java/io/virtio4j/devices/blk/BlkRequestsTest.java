@@ -6,6 +6,8 @@ import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockIo;
 import io.virtio4j.devices.blk.io.BlockStore;
 import io.virtio4j.devices.blk.io.NullBlockIo;
+import io.virtio4j.os.BlockFile;
+import io.virtio4j.os.Errno;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -504,6 +506,37 @@ class BlkRequestsTest {
         for (int i = 0; i < n; i++) {
             assertEquals(BlkLayout.S_OK, rig.status(status[i]), "request " + i);
         }
+    }
+
+    /**
+     * A write-zeroes written as zeros in steps (tmpfs has no ZERO_RANGE) keeps the synchronous engine busy over
+     * several passes with nothing finished in between: each of those passes reports work, or the queue thread would
+     * go to sleep with a step to reap and nothing to wake it. 128 MiB is more than two steps.
+     */
+    @Test
+    void aPassWithZerosStillToWriteReportsWork() throws IOException {
+        assumeTrue(engine == BlockEngine.SYNC, "the asynchronous engine wakes the thread through its eventfd");
+        assumeTrue(Files.isDirectory(TMPFS), "no " + TMPFS);
+        tmpfsDir = Files.createTempDirectory(TMPFS, "blk-requests");
+        int sectors = 128 * 2048;
+        try (RandomAccessFile r = new RandomAccessFile(tmpfsDir.resolve("disk.img").toFile(), "rw")) {
+            r.setLength((long) sectors * 512);
+        }
+        rig();
+        assumeTrue(store.file().io().fallocate(BlockFile.ZERO_MODE, 0, 4096) == -Errno.EOPNOTSUPP,
+                "tmpfs has no ZERO_RANGE on this kernel");
+        long h = rig.header(BlkLayout.T_WRITE_ZEROES, 0);
+        long seg = rig.segment(0, sectors, 0);
+        long s = rig.alloc(1);
+        rig.post(new ScatterGather(4).readable(h, 16).readable(seg, BlkLayout.SEGMENT_BYTES).writable(s, 1));
+        int passes = 0;
+        while (rig.driver.pollUsed() == null) {
+            assertTrue(rig.requests.pass(16) > 0, "a pass with zeros still to write reported no work");
+            assertTrue(++passes < 1000, "the write-zeroes never finished");
+        }
+        assertTrue(passes > 2, "written in " + passes + " passes: not in steps");
+        assertEquals(BlkLayout.S_OK, rig.status(s));
+        assertEquals(0, rig.requests.inFlight());
     }
 
     @Test
