@@ -217,6 +217,15 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
                 workers[i] = null;
             }
         }
+    }
+
+    /**
+     * RESET_DEVICE: writeback back to 1. Not on a connection's end: the guest's driver may have switched to
+     * writethrough, and a front-end that reconnects does not write it again, so writes would complete before they
+     * are durable while the guest counts on the opposite.
+     */
+    @Override
+    public void resetConfig() {
         cache.writeback(true);
     }
 

@@ -250,6 +250,7 @@ public final class VhostUserSession implements AutoCloseable {
         require(request, ProtocolFeatures.RESET_DEVICE);
         vrings.reset();
         device.reset();
+        device.resetConfig(); // the driver's reset, unlike a connection's end (close)
         features = 0;
         featuresSet = false;
         status = 0;

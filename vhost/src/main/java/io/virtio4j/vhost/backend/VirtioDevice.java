@@ -80,8 +80,19 @@ public interface VirtioDevice {
     default void queueEnabled(int index, boolean enabled) {
     }
 
-    /** Returns the device to its initial state (RESET_DEVICE, disconnect); no queue is started then. */
+    /**
+     * Returns the device's queues to their initial state (RESET_DEVICE, disconnect); no queue is started then. The
+     * configuration the driver wrote stays (see {@link #resetConfig}).
+     */
     default void reset() {
+    }
+
+    /**
+     * The driver reset the device (RESET_DEVICE), after {@link #reset}: the configuration fields a driver writes go
+     * back to their initial values. A connection that ends does not do this: a front-end that reconnects (QEMU)
+     * does not write them again, and the guest's driver goes on by what it set (virtio-blk's {@code writeback}).
+     */
+    default void resetConfig() {
     }
 
     /**
