@@ -179,8 +179,9 @@ final class BlkRequests {
 
     /**
      * One bounded pass: completes what finished, takes up to {@code weight} new requests (fewer when every slot is
-     * busy or once they add up to {@link #PASS_BYTES}, none when {@code weight} is 0), starts them, completes what finished meanwhile and publishes. Returns
-     * the requests taken plus those completed.
+     * busy or once they add up to {@link #PASS_BYTES}, none when {@code weight} is 0), starts them, completes what
+     * finished meanwhile and publishes. Returns the requests taken plus those completed (at least 1 while a
+     * synchronous engine holds work).
      */
     int pass(int weight) {
         int n = complete();
@@ -201,9 +202,10 @@ final class BlkRequests {
                 LOG.warning("blk queue " + index + " broken: " + e.getMessage());
             }
             n += taken;
-            io.submit();
-            n += complete();
         }
+        // Also when nothing was taken: what an earlier submit left queued (io_uring short of kernel memory).
+        io.submit();
+        n += complete();
         publish();
         fold();
         if (n == 0 && io.completionFd() == null && io.inFlight() > 0) {
@@ -223,6 +225,7 @@ final class BlkRequests {
         EventFd done = io.completionFd();
         Poll poll = done == null ? null : new Poll(done.fileDescriptor(), Poll.POLLIN);
         while (io.inFlight() > 0 || needSyncCount > 0) {
+            io.submit(); // what an earlier submit left queued would otherwise never finish
             if (poll != null) {
                 poll.await(DRAIN_POLL_NANOS);
                 done.tryRead();
