@@ -34,6 +34,8 @@ public final class BlockFile implements AutoCloseable {
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 0x80000;
     private static final int SEEK_END = 2;
+    /** _IO(0x12, 104): a block device's logical sector size, an int. */
+    private static final long BLKSSZGET = 0x1268;
     private static final MethodHandle OPEN = Native.downcallErrno("open", Linker.Option.firstVariadicArg(2),
             JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
     private static final MethodHandle LSEEK = Native.downcallErrno("lseek", JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT);
@@ -103,6 +105,20 @@ public final class BlockFile implements AutoCloseable {
     public long size() {
         int n = fd.fd();
         return Native.call("lseek(" + path + ", SEEK_END)", st -> (long) LSEEK.invokeExact(st, n, 0L, SEEK_END));
+    }
+
+    /**
+     * The logical block size of a block device (ioctl BLKSSZGET): the smallest unit it reads, writes, discards and
+     * zeroes; 0 for a regular file (ENOTTY: a file takes any byte range).
+     */
+    public int logicalBlockSize() {
+        int n = fd.fd();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment size = arena.allocate(JAVA_INT);
+            long r = Native.call("ioctl BLKSSZGET(" + path + ")",
+                    st -> (int) Native.IOCTL.invokeExact(st, n, BLKSSZGET, size), Errno.ENOTTY);
+            return r < 0 ? 0 : size.get(JAVA_INT, 0);
+        }
     }
 
     /** Flushes the file's data to stable storage (fdatasync), throwing on failure: for callers outside the I/O path. */

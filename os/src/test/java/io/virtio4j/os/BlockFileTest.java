@@ -69,6 +69,13 @@ class BlockFileTest {
         }
     }
 
+    @Test
+    void aRegularFileHasNoLogicalBlockSize() throws IOException {
+        try (BlockFile bf = BlockFile.open(file(4096).toString(), true)) {
+            assertEquals(0, bf.logicalBlockSize(), "ENOTTY: not a block device");
+        }
+    }
+
     /**
      * A failed fdatasync is reported with its errno (the call the kernel answers once, captured; a FIFO has no
      * data to sync and answers EINVAL every time). The case the capture exists for, a write-back error that a
