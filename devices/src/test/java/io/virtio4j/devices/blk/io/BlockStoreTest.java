@@ -1,6 +1,7 @@
 package io.virtio4j.devices.blk.io;
 
 import io.virtio4j.devices.blk.InvalidBlkOptionException;
+import io.virtio4j.testkit.Commands;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -8,10 +9,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -49,35 +47,26 @@ class BlockStoreTest {
      * device with 4 KiB sectors plays the disk (root and losetup needed; skipped otherwise).
      */
     @Test
-    void aBlockSizeSmallerThanTheDevicesLogicalBlockIsRefused() throws Exception {
+    void aBlockSizeSmallerThanTheDevicesLogicalBlockIsRefused() throws IOException {
         Path f = file(1 << 20);
-        String loop = run("losetup", "--sector-size", "4096", "-f", "--show", f.toString());
-        assumeTrue(loop != null && loop.startsWith("/dev/loop"), "no loop device here (root and losetup needed)");
+        String loop = null;
+        try {
+            loop = Commands.run("losetup", "--sector-size", "4096", "-f", "--show", f.toString()).trim();
+        } catch (IllegalStateException e) {
+            assumeTrue(false, "no loop device here (root and losetup needed): " + e.getMessage());
+        }
+        String device = loop;
         try {
             InvalidBlkOptionException e = assertThrows(InvalidBlkOptionException.class,
-                    () -> BlockStore.open(loop, false, 512));
+                    () -> BlockStore.open(device, false, 512));
             assertEquals("blockSize", e.option());
             assertTrue(e.getMessage().contains("4096"), e.getMessage());
-            try (BlockStore s = BlockStore.open(loop, false, 4096)) {
+            try (BlockStore s = BlockStore.open(device, false, 4096)) {
                 assertEquals(4096, s.file().logicalBlockSize());
                 assertEquals(1 << 20, s.size());
             }
         } finally {
-            run("losetup", "-d", loop);
-        }
-    }
-
-    /** The command's standard output, trimmed, or null when it cannot run or fails. */
-    private static String run(String... command) throws InterruptedException {
-        try {
-            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                return null;
-            }
-            return out;
-        } catch (IOException e) {
-            return null;
+            Commands.quietly("losetup", "-d", device);
         }
     }
 }
