@@ -34,6 +34,8 @@ public final class BlockFile implements AutoCloseable {
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 0x80000;
     private static final int SEEK_END = 2;
+    /** _IO(0x12, 104): a block device's logical sector size, an int. */
+    private static final long BLKSSZGET = 0x1268;
     private static final MethodHandle OPEN = Native.downcallErrno("open", Linker.Option.firstVariadicArg(2),
             JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
     private static final MethodHandle LSEEK = Native.downcallErrno("lseek", JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT);
@@ -49,12 +51,13 @@ public final class BlockFile implements AutoCloseable {
     // The same calls without errno capture: the JDK's capture slices its state segment on every call (an object that
     // only C2's escape analysis removes, and not reliably), so each call is made uncaptured first and again captured
     // only when it failed, to learn why (see EventFd). A failed call moved nothing (a vectored call that moved some
-    // bytes reports them instead of failing), so making it again is harmless.
+    // bytes reports them instead of failing), so making it again is harmless. Not fdatasync: the kernel reports a
+    // write-back error once per open file, so a second call after a failed one returns 0 and the loss would pass
+    // for success (it is always made captured, below).
     private static final MethodHandle PREADV_UNCAPTURED = Native.downcall("preadv", JAVA_LONG, JAVA_INT, JAVA_LONG,
             JAVA_INT, JAVA_LONG);
     private static final MethodHandle PWRITEV_UNCAPTURED = Native.downcall("pwritev", JAVA_LONG, JAVA_INT, JAVA_LONG,
             JAVA_INT, JAVA_LONG);
-    private static final MethodHandle FDATASYNC_UNCAPTURED = Native.downcall("fdatasync", JAVA_INT, JAVA_INT);
     private static final MethodHandle FALLOCATE_UNCAPTURED = Native.downcall("fallocate", JAVA_INT, JAVA_INT, JAVA_INT,
             JAVA_LONG, JAVA_LONG);
 
@@ -104,6 +107,20 @@ public final class BlockFile implements AutoCloseable {
         return Native.call("lseek(" + path + ", SEEK_END)", st -> (long) LSEEK.invokeExact(st, n, 0L, SEEK_END));
     }
 
+    /**
+     * The logical block size of a block device (ioctl BLKSSZGET): the smallest unit it reads, writes, discards and
+     * zeroes; 0 for a regular file (ENOTTY: a file takes any byte range).
+     */
+    public int logicalBlockSize() {
+        int n = fd.fd();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment size = arena.allocate(JAVA_INT);
+            long r = Native.call("ioctl BLKSSZGET(" + path + ")",
+                    st -> (int) Native.IOCTL.invokeExact(st, n, BLKSSZGET, size), Errno.ENOTTY);
+            return r < 0 ? 0 : size.get(JAVA_INT, 0);
+        }
+    }
+
     /** Flushes the file's data to stable storage (fdatasync), throwing on failure: for callers outside the I/O path. */
     public void sync() {
         int n = fd.fd();
@@ -144,7 +161,6 @@ public final class BlockFile implements AutoCloseable {
         private final Native.Call fallocate;
         private final Native.Call preadvUncaptured;
         private final Native.Call pwritevUncaptured;
-        private final Native.Call fdatasyncUncaptured;
         private final Native.Call fallocateUncaptured;
         // Built once: a call's name is only used in the message of an unexpected Java-level failure.
         private final String readName = "preadv(" + path + ")";
@@ -160,7 +176,6 @@ public final class BlockFile implements AutoCloseable {
             fallocate = st -> (long) (int) FALLOCATE.invokeExact(st, n, mode, offset, length);
             preadvUncaptured = st -> (long) PREADV_UNCAPTURED.invokeExact(n, iovAddress, iovCount, offset);
             pwritevUncaptured = st -> (long) PWRITEV_UNCAPTURED.invokeExact(n, iovAddress, iovCount, offset);
-            fdatasyncUncaptured = st -> (long) (int) FDATASYNC_UNCAPTURED.invokeExact(n);
             fallocateUncaptured = st -> (long) (int) FALLOCATE_UNCAPTURED.invokeExact(n, mode, offset, length);
         }
 
@@ -230,9 +245,12 @@ public final class BlockFile implements AutoCloseable {
             }
         }
 
-        /** fdatasync; 0 or a negative errno. */
+        /**
+         * fdatasync; 0 or a negative errno. Made once, errno captured: the kernel reports a write-back error (EIO,
+         * ENOSPC) to the first fdatasync after it only, so the failed call is the only one that can tell.
+         */
         public long fdatasync() {
-            return call(syncName, fdatasyncUncaptured, fdatasync);
+            return Native.callOrErrno(syncName, fdatasync);
         }
 
         /**

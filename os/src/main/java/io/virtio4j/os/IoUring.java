@@ -431,7 +431,9 @@ public final class IoUring implements AutoCloseable {
         }
         long r = enterUncaptured(toSubmit, minComplete, flags);
         if (r < 0) {
-            // It consumed nothing (enter reports an error only then): again, capturing errno, to learn why.
+            // It consumed nothing (enter reports an error only then): again, capturing errno, to learn why. A wait
+            // a signal interrupted (EINTR: a profiler's SIGPROF, a signal at shutdown) is made again inside
+            // callOrErrno, so it never reaches the throw below.
             enterToSubmit = toSubmit;
             enterMinComplete = minComplete;
             enterFlags = flags;

@@ -41,6 +41,10 @@ final class Native {
     private static final ThreadLocal<MemorySegment> WORD =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(JAVA_LONG));
 
+    /** ioctl(int fd, unsigned long request, ...) with one pointer argument: variadic from the third. */
+    static final MethodHandle IOCTL = downcallErrno("ioctl", Linker.Option.firstVariadicArg(2),
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, JAVA_LONG, ValueLayout.ADDRESS);
+
     static MethodHandle downcall(String name, ValueLayout result, ValueLayout... args) {
         FunctionDescriptor fd = result == null ? FunctionDescriptor.ofVoid(args) : FunctionDescriptor.of(result, args);
         return LINKER.downcallHandle(symbol(name), fd);

@@ -9,7 +9,6 @@ import java.nio.charset.StandardCharsets;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
@@ -55,9 +54,6 @@ public final class TunTap implements FramePort {
     /** open(const char *path, int flags, ...): the mode is variadic. */
     private static final MethodHandle OPEN = Native.downcallErrno("open", Linker.Option.firstVariadicArg(2),
             JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
-    /** ioctl(int fd, unsigned long request, ...) with one pointer argument: variadic from the third. */
-    private static final MethodHandle IOCTL = Native.downcallErrno("ioctl", Linker.Option.firstVariadicArg(2),
-            JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS);
 
     private final FileDescriptor fd;
     private final String name;
@@ -129,7 +125,7 @@ public final class TunTap implements FramePort {
 
     private static void ioctl(FileDescriptor fd, String what, long request, MemorySegment arg) {
         int n = fd.fd();
-        Native.call("ioctl " + what, st -> (int) IOCTL.invokeExact(st, n, request, arg));
+        Native.call("ioctl " + what, st -> (int) Native.IOCTL.invokeExact(st, n, request, arg));
     }
 
     /** The interface name, as the kernel chose it. */

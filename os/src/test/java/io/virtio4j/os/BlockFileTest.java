@@ -1,5 +1,6 @@
 package io.virtio4j.os;
 
+import io.virtio4j.testkit.Commands;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -66,6 +67,68 @@ class BlockFileTest {
             assertEquals(data.length, io.preadv(v, 0, 2, 4096, data.length));
             assertArrayEquals(data, dst.toArray(ValueLayout.JAVA_BYTE));
             assertEquals(0, io.fdatasync());
+        }
+    }
+
+    @Test
+    void aRegularFileHasNoLogicalBlockSize() throws IOException {
+        try (BlockFile bf = BlockFile.open(file(4096).toString(), true)) {
+            assertEquals(0, bf.logicalBlockSize(), "ENOTTY: not a block device");
+        }
+    }
+
+    /**
+     * A failed fdatasync is reported with its errno (the call the kernel answers once, captured; a FIFO has no
+     * data to sync and answers EINVAL every time).
+     */
+    @Test
+    void aFailedFdatasyncReportsItsErrno() {
+        Path fifo = dir.resolve("fifo");
+        Commands.run("mkfifo", fifo.toString());
+        try (BlockFile bf = BlockFile.open(fifo.toString(), false)) { // O_RDWR opens a FIFO without waiting
+            assertEquals(-Errno.EINVAL, bf.io().fdatasync());
+        }
+    }
+
+    /**
+     * A write-back error is reported by the fdatasync that meets it, and the kernel tells it to that one call only
+     * (the next answers 0): so it must be the call whose errno is read, never a second one made to learn it. The
+     * failing disk is a loop device over a sparse 1 MiB file on a 64 KiB tmpfs: the write lands in the page cache,
+     * its write-back runs out of room. Needs root (mount, losetup); skipped otherwise.
+     */
+    @Test
+    void aWriteBackErrorIsReportedByTheFdatasyncThatMeetsIt() throws IOException {
+        Path small = Files.createDirectory(dir.resolve("small"));
+        try {
+            Commands.run("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", small.toString());
+        } catch (IllegalStateException e) {
+            assumeTrue(false, "cannot mount a tmpfs here: " + e.getMessage());
+        }
+        String loop = null;
+        try {
+            Path back = small.resolve("back.img");
+            try (RandomAccessFile r = new RandomAccessFile(back.toFile(), "rw")) {
+                r.setLength(1 << 20);
+            }
+            try {
+                loop = Commands.run("losetup", "-f", "--show", back.toString()).trim();
+            } catch (IllegalStateException e) {
+                assumeTrue(false, "no loop device here: " + e.getMessage());
+            }
+            try (BlockFile bf = BlockFile.open(loop, false); Arena arena = Arena.ofConfined()) {
+                MemorySegment data = arena.allocate(1 << 20).fill((byte) 0x5A);
+                IoVecs v = IoVecs.allocate(arena, 1);
+                v.set(0, data, 0, data.byteSize());
+                BlockFile.Io io = bf.io();
+                assertEquals(1 << 20, io.pwritev(v, 0, 1, 0, 1 << 20), "written into the page cache");
+                long r = io.fdatasync();
+                assertTrue(r < 0, "the write-back failed, yet fdatasync answered " + r);
+            }
+        } finally {
+            if (loop != null) {
+                Commands.quietly("losetup", "-d", loop);
+            }
+            Commands.quietly("umount", small.toString());
         }
     }
 

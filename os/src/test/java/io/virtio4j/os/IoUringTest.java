@@ -5,6 +5,8 @@ import io.virtio4j.testkit.NoFdLeaks;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -12,6 +14,9 @@ import java.util.Arrays;
 import java.util.BitSet;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.zip.CRC32;
 
 import org.junit.jupiter.api.Test;
@@ -21,6 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -31,6 +37,71 @@ class IoUringTest {
 
     /** A completion as reaped. */
     private record Cqe(long userData, int result) {
+    }
+
+    private static final MethodHandle GETTID = Native.downcall("gettid", ValueLayout.JAVA_INT);
+    private static final MethodHandle TGKILL = Native.downcall("tgkill", ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT);
+    /** io_uring_enter's number, the same on x86-64 and aarch64 (a syscall added after the tables were unified). */
+    private static final String SYS_IO_URING_ENTER = "426 ";
+    /** The JVM handles SIGPIPE and ignores it: a signal that interrupts a wait and harms nothing. */
+    private static final int SIGPIPE = 13;
+
+    /**
+     * A wait for completions that a signal interrupts (EINTR: a profiler's SIGPROF, a signal at shutdown) is made
+     * again, not thrown: the waiting thread is signalled three times while it sits in io_uring_enter, then the
+     * read it waits for completes, and the wait returns as if nothing had happened.
+     */
+    @Test
+    void aWaitInterruptedBySignalsIsMadeAgain() throws Throwable {
+        try (IoUring ring = IoUring.create(2); EventFd efd = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+             Arena arena = Arena.ofShared()) {
+            MemorySegment buf = arena.allocate(8);
+            IoVecs v = IoVecs.allocate(arena, 1);
+            v.set(0, buf, 0, 8);
+            assertTrue(ring.prepareReadv(efd.fileDescriptor().fd(), 0, v, 0, 1, 7)); // waits for a write to efd
+            assertEquals(1, ring.submit());
+            AtomicInteger tid = new AtomicInteger();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread waiter = new Thread(() -> {
+                try {
+                    tid.set((int) GETTID.invokeExact());
+                    ring.awaitCompletions(1);
+                } catch (Throwable t) {
+                    failure.set(t);
+                }
+            }, "uring-eintr-waiter");
+            waiter.start();
+            int pid = (int) ProcessHandle.current().pid();
+            for (int i = 0; i < 3; i++) {
+                awaitInIoUringEnter(waiter, tid);
+                assertEquals(0, (int) TGKILL.invokeExact(pid, tid.get(), SIGPIPE));
+                Thread.sleep(20); // let the signal land before looking for the wait again (not an assertion)
+            }
+            awaitInIoUringEnter(waiter, tid);
+            efd.write(5);
+            waiter.join(TimeUnit.SECONDS.toMillis(60));
+            assertFalse(waiter.isAlive(), "the wait did not end once its read completed");
+            assertNull(failure.get(), "the interrupted wait failed");
+            assertEquals(List.of(new Cqe(7, 8)), reapAll(ring));
+            assertEquals(5, buf.get(ValueLayout.JAVA_LONG, 0));
+        }
+    }
+
+    /** Waits until {@code t} sits in io_uring_enter, as /proc tells. */
+    private static void awaitInIoUringEnter(Thread t, AtomicInteger tid) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60); // a hang guard
+        while (true) {
+            assertTrue(t.isAlive(), "the waiter ended early");
+            if (tid.get() != 0) {
+                String sc = Files.readString(Path.of("/proc/self/task/" + tid.get() + "/syscall"));
+                if (sc.startsWith(SYS_IO_URING_ENTER)) {
+                    return;
+                }
+            }
+            assertTrue(System.nanoTime() - deadline < 0, "the waiter never sat in io_uring_enter");
+            Thread.sleep(1);
+        }
     }
 
     private static List<Cqe> reapAll(IoUring ring) {

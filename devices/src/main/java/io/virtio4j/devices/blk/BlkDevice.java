@@ -4,6 +4,7 @@ import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.devices.worker.LingeringRunners;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.vhost.backend.ConfigWriteRefusedException;
 import io.virtio4j.vhost.backend.QueueContext;
@@ -88,6 +89,8 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
     private final WriteCache cache = new WriteCache();
     private final byte[] id;
     private final QueueRunner[] runners;
+    /** Runners closed whose threads had not ended: the guest memory they may touch stays mapped until they do. */
+    private final LingeringRunners lingering = new LingeringRunners();
     private final BlkWorker[] workers;
     private final BlkStats[] retired;
     private volatile long negotiated;
@@ -208,12 +211,28 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
         for (int i = 0; i < runners.length; i++) {
             if (runners[i] != null) {
                 runners[i].close();
+                lingering.add(runners[i]); // kept if its thread did not end: see retire
                 retired[i] = workers[i].stats().plus(retired[i]);
                 runners[i] = null;
                 workers[i] = null;
             }
         }
+    }
+
+    /**
+     * RESET_DEVICE: writeback back to 1. Not on a connection's end: the guest's driver may have switched to
+     * writethrough, and a front-end that reconnects does not write it again, so writes would complete before they
+     * are durable while the guest counts on the opposite.
+     */
+    @Override
+    public void resetConfig() {
         cache.writeback(true);
+    }
+
+    /** Unmaps once every queue thread that did not stop has ended (never, if one never does). */
+    @Override
+    public void retire(Runnable unmap) {
+        lingering.retire(unmap);
     }
 
     private QueueRunner runner(int queue) {

@@ -63,6 +63,13 @@ final class BlkRequests {
     static final int MAX_SEGMENTS = BlkDevice.SEG_MAX + 2;
     private static final int T_FLUSH_OUT = 5;
     private static final long DRAIN_POLL_NANOS = 100_000_000L;
+    /**
+     * The most bytes (to read, write, zero or discard) one pass takes on; the request that crosses it still goes
+     * (any request is taken whole). The synchronous engine does a pass's I/O right in it, and the weight alone lets
+     * a pass take 64 requests of up to 4 GiB each: the queue thread would answer its mailbox (a ring stop) only
+     * minutes later, and be taken for stuck.
+     */
+    static final long PASS_BYTES = 64L << 20;
 
     private final int index;
     private final BlockIo io;
@@ -95,6 +102,8 @@ final class BlkRequests {
     private DeviceQueue queue;
     private long features;
     private int pushed;
+    /** Bytes taken on in the current pass (see {@link #PASS_BYTES}). */
+    private long passBytes;
 
     // per-pass counts, folded into stats at the end of a pass
     private long requests;
@@ -170,16 +179,18 @@ final class BlkRequests {
 
     /**
      * One bounded pass: completes what finished, takes up to {@code weight} new requests (fewer when every slot is
-     * busy, none when {@code weight} is 0), starts them, completes what finished meanwhile and publishes. Returns
-     * the requests taken plus those completed.
+     * busy or once they add up to {@link #PASS_BYTES}, none when {@code weight} is 0), starts them, completes what
+     * finished meanwhile and publishes. Returns the requests taken plus those completed (at least 1 while a
+     * synchronous engine holds work).
      */
     int pass(int weight) {
         int n = complete();
         DeviceQueue q = queue;
         if (q != null && !q.isBroken() && weight > 0) {
             int taken = 0;
+            passBytes = 0;
             try {
-                while (taken < weight && freeCount > 0) {
+                while (taken < weight && freeCount > 0 && passBytes < PASS_BYTES) {
                     DescriptorChain c = q.pop();
                     if (c == null) {
                         break;
@@ -191,11 +202,17 @@ final class BlkRequests {
                 LOG.warning("blk queue " + index + " broken: " + e.getMessage());
             }
             n += taken;
-            io.submit();
-            n += complete();
         }
+        // Also when nothing was taken: what an earlier submit left queued (io_uring short of kernel memory).
+        io.submit();
+        n += complete();
         publish();
         fold();
+        if (n == 0 && io.completionFd() == null && io.inFlight() > 0) {
+            // A synchronous engine holding work (a step of zeros written, to be reaped) gives no wake-up for it:
+            // report work, so the thread passes again (serving its mailbox in between) rather than sleeping.
+            n = 1;
+        }
         return n;
     }
 
@@ -208,6 +225,7 @@ final class BlkRequests {
         EventFd done = io.completionFd();
         Poll poll = done == null ? null : new Poll(done.fileDescriptor(), Poll.POLLIN);
         while (io.inFlight() > 0 || needSyncCount > 0) {
+            io.submit(); // what an earlier submit left queued would otherwise never finish
             if (poll != null) {
                 poll.await(DRAIN_POLL_NANOS);
                 done.tryRead();
@@ -438,6 +456,7 @@ final class BlkRequests {
         used[slot] = usedLength;
         kind[slot] = type;
         bytes[slot] = length;
+        passBytes += length;
         syncAfter[slot] = sync;
         if (!io.queue(slot, op, offset, length, iov[slot], 0, pieces)) {
             throw new IllegalStateException("engine full with a slot free"); // one slot, one operation

@@ -119,10 +119,23 @@ final class BlkWorker implements QueueWorker {
         }
     }
 
+    /**
+     * A queue still attached (the runner closed under it, or a death: the queue is broken then and nothing is
+     * answered) is drained first, so its requests in flight finish and are answered; then the engine closes, which
+     * waits for whatever is still in flight before its memory goes.
+     */
     @Override
     public void onStop() {
-        if (io != null) {
-            io.close(); // waits for whatever is still in flight (a death mid-request) before the memory goes
+        try {
+            if (requests != null && queue != null) {
+                requests.drain();
+                requests.detach();
+                queue = null;
+            }
+        } finally {
+            if (io != null) {
+                io.close();
+            }
         }
     }
 }

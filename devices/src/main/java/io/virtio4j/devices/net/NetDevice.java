@@ -2,6 +2,7 @@ package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.devices.worker.LingeringRunners;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.os.FramePort;
 import io.virtio4j.os.TunTap;
@@ -103,6 +104,8 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
 
     private final Options options;
     private final QueueRunner[] runners;
+    /** Runners closed whose threads had not ended: the guest memory they may touch stays mapped until they do. */
+    private final LingeringRunners lingering = new LingeringRunners();
     private final PairWork[] works;
     private final NetStats[] retired;
     /** Tap mode: one port per queue pair. */
@@ -242,11 +245,18 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
         for (int i = 0; i < runners.length; i++) {
             if (runners[i] != null) {
                 runners[i].close();
+                lingering.add(runners[i]); // kept if its thread did not end: see retire
                 retired[i] = sum(retired[i], works[i].stats());
                 runners[i] = null;
                 works[i] = null;
             }
         }
+    }
+
+    /** Unmaps once every queue thread that did not stop has ended (never, if one never does). */
+    @Override
+    public void retire(Runnable unmap) {
+        lingering.retire(unmap);
     }
 
     private QueueRunner runner(int pair) {

@@ -8,6 +8,8 @@ import io.virtio4j.os.LinuxException;
 import io.virtio4j.vhost.backend.QueueContext;
 
 import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -42,9 +44,10 @@ import java.util.logging.Logger;
  * comes back, it sees the poison before it sleeps again, breaks them ({@link QueueAbandonedException}: a queue
  * object only, no fd, no guest memory) and ends, reading no kick eventfd and signalling nothing. Ownership then:
  * the runner's own fds (epoll set, mailbox eventfd) stay open as long as the thread may run ({@link #close()}
- * leaves them to it); the queues' kick, call and error eventfds and the guest mappings stay the connection's,
- * which closes them when it ends. Only a worker stuck inside a device call may still touch a ring then, and a ring
- * access after the mappings went fails on their closed arena rather than reading freed memory.
+ * leaves them to it); the queues' kick, call and error eventfds stay the connection's, which closes them when it
+ * ends. The guest mappings are not unmapped under it: a worker stuck inside a device call may still touch a ring,
+ * or have the kernel read and write guest memory, so the device keeps a closed runner whose thread has not ended
+ * ({@link LingeringRunners}) and the connection's memory is unmapped only once {@link #ended()} (leaked if never).
  */
 public final class QueueRunner implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(QueueRunner.class.getName());
@@ -69,6 +72,9 @@ public final class QueueRunner implements AutoCloseable {
     private final Epoll epoll;
     private final Thread thread;
     private volatile boolean stop;
+    /** What runs once the thread has ended ({@link #whenEnded}); guarded by itself, as is {@link #ended}. */
+    private final List<Runnable> atEnd = new ArrayList<>();
+    private boolean ended;
     /** The queues handed over and not taken back, as the control thread sees them (control thread only). */
     private final QueueContext[] handedOver = new QueueContext[MAX_QUEUES];
 
@@ -237,6 +243,47 @@ public final class QueueRunner implements AutoCloseable {
         mailbox.close();
     }
 
+    /**
+     * Whether the thread has ended: it touches no queue, no guest memory and no memory of its worker any more, and
+     * its worker's I/O has finished ({@link QueueWorker#onStop} returned).
+     */
+    public boolean ended() {
+        synchronized (atEnd) {
+            return ended;
+        }
+    }
+
+    /**
+     * Runs {@code action} once the thread has ended: at once (here) when it has, otherwise on the thread as the
+     * last thing it does; never when the thread never ends. Control path only (it takes a lock).
+     */
+    public void whenEnded(Runnable action) {
+        synchronized (atEnd) {
+            if (!ended) {
+                atEnd.add(action);
+                return;
+            }
+        }
+        action.run();
+    }
+
+    /** Worker thread, its very last step: marks it ended and runs what waited for that. */
+    private void end() {
+        Runnable[] actions;
+        synchronized (atEnd) {
+            ended = true;
+            actions = atEnd.toArray(Runnable[]::new);
+            atEnd.clear();
+        }
+        for (Runnable a : actions) {
+            try {
+                a.run();
+            } catch (Throwable t) {
+                LOG.log(Level.SEVERE, name + ": at its end: " + t, t);
+            }
+        }
+    }
+
     private void awaitEnd() {
         try {
             thread.join(DEFAULT_TIMEOUT_MILLIS);
@@ -283,19 +330,36 @@ public final class QueueRunner implements AutoCloseable {
                 LOG.warning(name + ": not pinned to CPU " + cpu + ": " + e.getMessage());
             }
         }
+        Throwable death = null;
         try (Arena arena = Arena.ofConfined()) {
-            worker.onStart(arena, epoll);
-            loop();
-            if (mailbox.poisoned()) {
-                breakAttached(mailbox.unanswered());
+            try {
+                worker.onStart(arena, epoll);
+                loop();
+                if (mailbox.poisoned()) {
+                    breakAttached(mailbox.unanswered());
+                }
+            } catch (Throwable t) {
+                death = t;
+                die(t);
             }
-        } catch (Throwable t) {
-            die(t);
-        } finally {
+            // Inside the arena's life: the worker's I/O in flight reads and writes memory of this arena (iovec
+            // arrays) as well as guest memory, so onStop waits for it before the arena goes. And before the control
+            // thread hears of a death (mailbox.die below): it would go on to reset the device and unmap guest
+            // memory the kernel may still be writing.
             try {
                 worker.onStop();
             } catch (Throwable t) {
-                LOG.warning(name + ": stopping: " + t);
+                LOG.log(Level.SEVERE, name + ": stopping: " + t, t);
+            }
+        } catch (Throwable t) {
+            death = death == null ? t : death; // the arena would not close: nothing more can go wrong after it
+        } finally {
+            try {
+                if (death != null) {
+                    mailbox.die(death); // whatever happened above, the control thread must not wait for this thread
+                }
+            } finally {
+                end();
             }
         }
     }
@@ -349,13 +413,16 @@ public final class QueueRunner implements AutoCloseable {
         return events;
     }
 
-    /** Worker thread, after a throwable: breaks every attached queue and fails the mailbox. */
+    /**
+     * Worker thread, after a throwable: breaks every attached queue (nothing goes back to the ring from here on;
+     * the mailbox is failed once the worker has stopped, see {@link #run}).
+     */
     private void die(Throwable t) {
         LOG.log(Level.SEVERE, name + " died: " + t, t);
         try {
             breakAttached(t);
-        } finally {
-            mailbox.die(t); // whatever happened above, the control thread must not wait for this thread
+        } catch (Throwable u) {
+            t.addSuppressed(u);
         }
     }
 

@@ -55,7 +55,12 @@ public interface QueueWorker {
     default void onEvent(long token, int events) {
     }
 
-    /** Last call on the thread, after a stop or a death; the arena of {@link #onStart} is closed by then. */
+    /**
+     * Last call on the thread, after a stop or a death (its queues broken by then), with the arena of
+     * {@link #onStart} still open: wait for every operation still in flight (the kernel may be reading or writing
+     * guest memory and the arena's memory) and answer what can be answered. A death is reported to the control
+     * thread only after it returns.
+     */
     default void onStop() {
     }
 }

@@ -3,7 +3,9 @@ package io.virtio4j.devices.blk;
 import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.vhost.backend.BackendOptions;
 import io.virtio4j.vhost.backend.ConfigWriteRefusedException;
+import io.virtio4j.vhost.backend.VhostUserSession;
 import io.virtio4j.vhost.protocol.ConfigPayload;
 import org.junit.jupiter.api.Test;
 
@@ -81,6 +83,24 @@ class BlkDeviceTest {
         d.featuresNegotiated(VirtioFeatures.bit(VirtioFeatures.VERSION_1) | BlkLayout.bit(BlkLayout.F_CONFIG_WCE));
         assertFalse(d.writeback());
         d.reset();
+        d.resetConfig();
+        assertTrue(d.writeback());
+    }
+
+    /**
+     * The driver's writethrough survives the connection's end (QEMU reconnects without writing it again: the guest
+     * goes on counting on writes being durable when they complete); RESET_DEVICE restores writeback.
+     */
+    @Test
+    void writethroughSurvivesAConnectionsEndAndOnlyTheDriversResetRestoresWriteback() throws Exception {
+        BlkDevice d = device(false, 1, 512);
+        d.featuresNegotiated(d.features());
+        d.setConfig(BlkConfig.WRITEBACK, new byte[] {0}, ConfigPayload.FLAG_WRITABLE);
+        new VhostUserSession(d, BackendOptions.defaults()).close(); // a connection that ends
+        assertFalse(d.writeback(), "a connection's end switched the guest's writethrough back to writeback");
+        assertEquals(0, BlkConfig.decode(d.config()).writeback());
+        d.reset();
+        d.resetConfig(); // what RESET_DEVICE does (VhostUserSessionTest)
         assertTrue(d.writeback());
     }
 

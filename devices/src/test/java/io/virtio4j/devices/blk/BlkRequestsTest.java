@@ -6,6 +6,8 @@ import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockIo;
 import io.virtio4j.devices.blk.io.BlockStore;
 import io.virtio4j.devices.blk.io.NullBlockIo;
+import io.virtio4j.os.BlockFile;
+import io.virtio4j.os.Errno;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -29,6 +31,7 @@ import java.util.zip.CRC32;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
@@ -470,6 +473,70 @@ class BlkRequestsTest {
             assertEquals(BlkLayout.S_OK, rig.status(status[i]));
             assertArrayEquals(data[i], fileBytes(i * 1024L, 1024));
         }
+    }
+
+    /**
+     * A pass takes requests up to a byte budget, not only up to its weight: the synchronous engine does them right
+     * in it, and 64 requests of a GiB each would keep the queue thread from its mailbox for minutes. The request
+     * that crosses the budget still goes; the rest come in later passes, every one answered once.
+     */
+    @Test
+    void aPassTakesRequestsUpToItsByteBudget() throws IOException {
+        long capacity = 64L << 30;
+        store = BlockStore.ofNull(capacity, false, 512);
+        rig = new BlkRig(RingFormat.SPLIT, store, engine.open(store, 16), BlkRig.WRITEBACK_FEATURES);
+        int sectors = (int) BlkDevice.MAX_DISCARD_SECTORS; // 1 GiB each: every one crosses the budget alone
+        assertTrue(((long) sectors << 9) >= BlkRequests.PASS_BYTES);
+        ScatterGather sg = new ScatterGather(4);
+        int n = 5;
+        long[] status = new long[n];
+        for (int i = 0; i < n; i++) {
+            long h = rig.header(BlkLayout.T_WRITE_ZEROES, 0);
+            long seg = rig.segment((long) i * sectors, sectors, 0);
+            status[i] = rig.alloc(1);
+            rig.post(sg.clear().readable(h, 16).readable(seg, BlkLayout.SEGMENT_BYTES).writable(status[i], 1));
+        }
+        rig.requests.pass(64);
+        int back = 0;
+        while (rig.driver.pollUsed() != null) {
+            back++;
+        }
+        assertEquals(1, back, "one pass took more than its byte budget");
+        assertEquals(n - 1, rig.serve(n - 1).size());
+        for (int i = 0; i < n; i++) {
+            assertEquals(BlkLayout.S_OK, rig.status(status[i]), "request " + i);
+        }
+    }
+
+    /**
+     * A write-zeroes written as zeros in steps (tmpfs has no ZERO_RANGE) keeps the synchronous engine busy over
+     * several passes with nothing finished in between: each of those passes reports work, or the queue thread would
+     * go to sleep with a step to reap and nothing to wake it. 128 MiB is more than two steps.
+     */
+    @Test
+    void aPassWithZerosStillToWriteReportsWork() throws IOException {
+        assumeTrue(engine == BlockEngine.SYNC, "the asynchronous engine wakes the thread through its eventfd");
+        assumeTrue(Files.isDirectory(TMPFS), "no " + TMPFS);
+        tmpfsDir = Files.createTempDirectory(TMPFS, "blk-requests");
+        int sectors = 128 * 2048;
+        try (RandomAccessFile r = new RandomAccessFile(tmpfsDir.resolve("disk.img").toFile(), "rw")) {
+            r.setLength((long) sectors * 512);
+        }
+        rig();
+        assumeTrue(store.file().io().fallocate(BlockFile.ZERO_MODE, 0, 4096) == -Errno.EOPNOTSUPP,
+                "tmpfs has no ZERO_RANGE on this kernel");
+        long h = rig.header(BlkLayout.T_WRITE_ZEROES, 0);
+        long seg = rig.segment(0, sectors, 0);
+        long s = rig.alloc(1);
+        rig.post(new ScatterGather(4).readable(h, 16).readable(seg, BlkLayout.SEGMENT_BYTES).writable(s, 1));
+        int passes = 0;
+        while (rig.driver.pollUsed() == null) {
+            assertTrue(rig.requests.pass(16) > 0, "a pass with zeros still to write reported no work");
+            assertTrue(++passes < 1000, "the write-zeroes never finished");
+        }
+        assertTrue(passes > 2, "written in " + passes + " passes: not in steps");
+        assertEquals(BlkLayout.S_OK, rig.status(s));
+        assertEquals(0, rig.requests.inFlight());
     }
 
     @Test

@@ -3,14 +3,19 @@ package io.virtio4j.devices.worker;
 import io.virtio4j.devices.net.OnePairNetLookalike;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.os.Epoll;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.vhost.backend.QueueContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -90,6 +95,131 @@ class QueueRunnerTest {
         r.close(); // joins a thread that has ended (the @Timeout would catch a wait for ever)
         assertEquals(1, w.passes.get(), "no pass after the death");
         assertEquals(1, w.stops.get());
+    }
+
+    /**
+     * Keeps a segment of the runner's arena from onStart (as BlkRequests keeps its iovec arrays) and touches it in
+     * onStop (as an engine finishing its I/O does); dies at the first pass when asked, and then holds onStop until
+     * released.
+     */
+    private static final class ArenaWork implements QueueWorker {
+        final CountDownLatch inStop = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+        final AtomicReference<Throwable> stopFailure = new AtomicReference<>();
+        final AtomicInteger stops = new AtomicInteger();
+        private final boolean die;
+        private MemorySegment scratch;
+
+        ArenaWork(boolean die) {
+            this.die = die;
+        }
+
+        @Override
+        public void onStart(Arena arena, Epoll epoll) {
+            scratch = arena.allocate(64);
+        }
+
+        @Override
+        public void onAttach(QueueContext q) {
+        }
+
+        @Override
+        public void onDetach(QueueContext q) {
+        }
+
+        @Override
+        public int doWork() {
+            if (die) {
+                throw new IllegalStateException("the pass dies, as the test wants");
+            }
+            return 0;
+        }
+
+        @Override
+        public boolean prepareSleep() {
+            return true;
+        }
+
+        @Override
+        public void onStop() {
+            stops.incrementAndGet();
+            inStop.countDown();
+            try {
+                scratch.set(ValueLayout.JAVA_LONG, 0, 42); // throws IllegalStateException once the arena is closed
+            } catch (Throwable t) {
+                stopFailure.set(t);
+            }
+            if (die) {
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+    }
+
+    /** onStop still has the memory of onStart: the worker's I/O in flight may use it until onStop waited for it. */
+    @Test
+    @Timeout(60)
+    void onStopRunsWhileTheArenaIsStillOpen() {
+        ArenaWork w = new ArenaWork(false);
+        QueueRunner r = new QueueRunner("test-runner", -1, 0, w);
+        r.close();
+        assertEquals(1, w.stops.get());
+        assertNull(w.stopFailure.get());
+        assertNull(r.failure());
+    }
+
+    /**
+     * A death is reported (the control thread lets go: the connection goes on to reset the device and unmap guest
+     * memory) only once onStop has returned, that is once the worker's I/O in flight has finished.
+     */
+    @Test
+    @Timeout(60)
+    void aDeathIsReportedOnlyOnceOnStopHasReturned() throws Exception {
+        ArenaWork w = new ArenaWork(true);
+        QueueRunner r = new QueueRunner("test-runner", -1, 0, w);
+        try {
+            w.inStop.await();
+            assertNull(r.failure(), "death reported while onStop still runs");
+            assertNull(w.stopFailure.get());
+        } finally {
+            w.release.countDown();
+        }
+        while (r.failure() == null) {
+            Thread.onSpinWait();
+        }
+        assertInstanceOf(IllegalStateException.class, r.failure());
+        r.close();
+        assertEquals(1, w.stops.get());
+    }
+
+    /**
+     * Memory retired while a closed runner's thread still runs (here stuck in onStop, as a worker waiting for its
+     * I/O is) is unmapped only once that thread has ended, on it; retired after that, at once.
+     */
+    @Test
+    @Timeout(60)
+    void memoryIsRetiredOnlyOnceEveryLingeringThreadHasEnded() throws Exception {
+        ArenaWork w = new ArenaWork(true);
+        QueueRunner r = new QueueRunner("test-runner", -1, 0, w);
+        LingeringRunners lingering = new LingeringRunners();
+        CountDownLatch unmapped = new CountDownLatch(1);
+        try {
+            w.inStop.await();
+            lingering.add(r);
+            lingering.retire(unmapped::countDown);
+            assertEquals(1, unmapped.getCount(), "unmapped while the thread still runs");
+        } finally {
+            w.release.countDown();
+        }
+        unmapped.await(); // the thread's last step
+        assertTrue(r.ended());
+        AtomicInteger later = new AtomicInteger();
+        lingering.retire(later::incrementAndGet);
+        assertEquals(1, later.get(), "nothing lingers any more: unmapped at once");
+        r.close();
     }
 
     /** One queue pair that looks like a net device to the driver; it records its started queues and serves none. */

@@ -101,9 +101,18 @@ final class MemoryMapper implements AutoCloseable {
     /** Unmaps everything: the connection is gone and no ring is started. */
     @Override
     public void close() {
+        release().run();
+    }
+
+    /**
+     * Forgets every mapping (the table is empty from now on) and returns what unmaps them, for the caller to run
+     * once nothing may touch them any more (see {@link VirtioDevice#retire}); safe to run from any thread.
+     */
+    Runnable release() {
+        List<Arena> retired = List.copyOf(arenas.values());
         table = MemoryTable.empty();
-        arenas.values().forEach(Arena::close);
         arenas.clear();
+        return () -> retired.forEach(Arena::close);
     }
 
     /** A prepared table: {@link #next()} is what {@link #install()} makes current. */
@@ -122,17 +131,22 @@ final class MemoryMapper implements AutoCloseable {
             return next;
         }
 
-        /** Makes {@link #next()} the current table and unmaps the regions it no longer has. */
-        void install() {
+        /**
+         * Makes {@link #next()} the current table and forgets the regions it no longer has; returns what unmaps
+         * them, for the caller to run once nothing may touch them (see {@link VirtioDevice#retire}).
+         */
+        Runnable install() {
             table = next;
             arenas.putAll(mapped);
+            List<Arena> retired = new ArrayList<>();
             for (MemoryRegion r : unmap) {
                 Arena a = arenas.remove(r);
                 if (a != null) {
-                    a.close();
+                    retired.add(a);
                 }
             }
             installed = true;
+            return () -> retired.forEach(Arena::close);
         }
 
         /** Unmaps what this change mapped, unless it was installed. */

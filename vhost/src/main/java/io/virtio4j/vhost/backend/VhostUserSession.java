@@ -250,16 +250,24 @@ public final class VhostUserSession implements AutoCloseable {
         require(request, ProtocolFeatures.RESET_DEVICE);
         vrings.reset();
         device.reset();
+        device.resetConfig(); // the driver's reset, unlike a connection's end (close)
         features = 0;
         featuresSet = false;
         status = 0;
     }
 
-    /** Stops every ring, unmaps all memory and closes every fd: the connection is gone. */
+    /**
+     * Stops every ring, closes every fd and unmaps all memory, the last through the device: the connection is
+     * gone, but a device thread that did not give its ring back may still read and write guest memory (or have the
+     * kernel do it), and an unmapped (or remapped) range under it would take its data to someone else's memory.
+     */
     @Override
     public void close() {
         vrings.close();
-        device.reset();
-        memory.close();
+        try {
+            device.reset();
+        } finally {
+            device.retire(memory.release());
+        }
     }
 }

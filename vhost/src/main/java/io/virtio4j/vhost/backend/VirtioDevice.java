@@ -80,7 +80,28 @@ public interface VirtioDevice {
     default void queueEnabled(int index, boolean enabled) {
     }
 
-    /** Returns the device to its initial state (RESET_DEVICE, disconnect); no queue is started then. */
+    /**
+     * Returns the device's queues to their initial state (RESET_DEVICE, disconnect); no queue is started then. The
+     * configuration the driver wrote stays (see {@link #resetConfig}).
+     */
     default void reset() {
+    }
+
+    /**
+     * The driver reset the device (RESET_DEVICE), after {@link #reset}: the configuration fields a driver writes go
+     * back to their initial values. A connection that ends does not do this: a front-end that reconnects (QEMU)
+     * does not write them again, and the guest's driver goes on by what it set (virtio-blk's {@code writeback}).
+     */
+    default void resetConfig() {
+    }
+
+    /**
+     * The guest memory of a connection that ended is to be unmapped by {@code unmap} (called after {@link #reset}).
+     * A device runs it only once none of its threads that held a queue may still touch that memory (a worker that
+     * did not answer when its ring was taken back, or I/O it started): later, from another thread, or never (a
+     * leak, logged, rather than data written into memory that is no longer the guest's). By default at once.
+     */
+    default void retire(Runnable unmap) {
+        unmap.run();
     }
 }

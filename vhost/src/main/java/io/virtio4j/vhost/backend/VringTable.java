@@ -208,7 +208,9 @@ final class VringTable implements AutoCloseable {
             }
         }
         stopAll();
-        change.install();
+        // Through the device: a thread of it that did not give a ring back (before a RESET_DEVICE) may still
+        // touch the regions that go.
+        device.retire(change.install());
         VhostUserProtocolException first = null;
         for (Vring v : vrings) {
             try {
@@ -383,9 +385,25 @@ final class VringTable implements AutoCloseable {
         v.err.closeRetired();
     }
 
+    /**
+     * Stops every ring, also those after one that failed to stop (a worker that did not answer): each left running
+     * would be drained by nobody before the device resets; the first failure is thrown afterwards.
+     */
     private void stopAll() {
+        RuntimeException first = null;
         for (Vring v : vrings) {
-            stop(v);
+            try {
+                stop(v);
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
         }
     }
 }

@@ -11,7 +11,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * A device that processes nothing: it offers VERSION_1, EVENT_IDX and RING_PACKED, MQ and CONFIG, has {@code queues} queues and
  * records calls. Like a real device it watches a started ring's kick in an epoll set (registered and let go at
  * once), so a kick epoll cannot watch fails the start as it would in a real one. {@link #failStops} makes
- * {@link #stopQueue} throw, as a device with a bug would.
+ * {@link #stopQueue} throw, as a device with a bug would; {@link #deferRetire} holds back unmapping, as a device
+ * with a queue thread that did not stop does.
  */
 final class FakeDevice implements VirtioDevice {
     static final long FEATURES = VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX)
@@ -21,6 +22,9 @@ final class FakeDevice implements VirtioDevice {
     private final int queues;
     final List<String> calls = new CopyOnWriteArrayList<>();
     volatile boolean failStops;
+    /** Makes {@link #retire} keep the unmapping in {@link #retired} instead of running it (a thread still runs). */
+    volatile boolean deferRetire;
+    final List<Runnable> retired = new CopyOnWriteArrayList<>();
 
     FakeDevice(int queues) {
         this.queues = queues;
@@ -67,5 +71,14 @@ final class FakeDevice implements VirtioDevice {
     @Override
     public void reset() {
         calls.add("reset");
+    }
+
+    @Override
+    public void retire(Runnable unmap) {
+        if (deferRetire) {
+            retired.add(unmap);
+        } else {
+            unmap.run();
+        }
     }
 }

@@ -843,6 +843,64 @@ class HostileFrontendTest {
         }
     }
 
+    /**
+     * Two started rings, and ring 0 cannot be stopped (a device bug, or a worker that did not answer): when the
+     * connection goes, ring 1 is stopped all the same (a ring left running would be drained by nobody before the
+     * device resets and the memory is unmapped). The rings are stopped in index order, so without the care ring 1
+     * is never reached and the wait below runs into the watchdog.
+     */
+    @Test
+    void closingStopsEveryRingThoughOneFailsToStop() {
+        try (FileDescriptor mem = Memfd.create("hostile", MEM); EventFd kick = eventFd(); EventFd call = eventFd();
+             EventFd kick1 = eventFd(); EventFd call1 = eventFd(); EventFd next = eventFd()) {
+            attack(true, fe -> {
+                startRing0(fe, mem, kick, call);
+                long ring1 = USER + 0x4000;
+                fe.setVringNum(1, 256);
+                fe.setVringAddr(1, ring1, ring1 + 8192, ring1 + 4096);
+                fe.setVringCall(1, call1);
+                fe.setVringEnable(1, true);
+                fe.setVringKick(1, kick1);
+                assertTrue(server.device.calls.contains("start 1"), "ring 1 not started: " + server.device.calls);
+                server.device.failStops = true;
+                fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(0), next.fileDescriptor());
+                expectClosed(fe); // stopping ring 0 for the new kick failed: the connection goes
+                while (!server.device.calls.contains("stop 1")) { // the session's close, on the server's thread
+                    Thread.onSpinWait();
+                }
+                server.device.failStops = false;
+            });
+        }
+    }
+
+    /**
+     * The guest memory of a connection that ended is unmapped through the device (VirtioDevice.retire), which holds
+     * it back while a queue thread of its may still touch it: mapped after the close, gone once released.
+     */
+    @Test
+    void theMemoryOfAClosedConnectionIsUnmappedOnlyWhenTheDeviceLetsIt() {
+        String name = "hostile-retire-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+        try (FileDescriptor mem = Memfd.create(name, MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            server.device.deferRetire = true;
+            try {
+                attack(true, fe -> startRing0(fe, mem, kick, call)); // the connection is closed when it returns
+                assertEquals(1, MemoryMapperTest.mappingsOf(name), "unmapped before the device let it go");
+                releaseRetired();
+                assertEquals(0, MemoryMapperTest.mappingsOf(name), "still mapped once the device let it go");
+            } finally {
+                server.device.deferRetire = false;
+                releaseRetired();
+            }
+        }
+    }
+
+    /** Runs the unmappings the device held back, each once. */
+    private void releaseRetired() {
+        List<Runnable> held = List.copyOf(server.device.retired);
+        server.device.retired.clear();
+        held.forEach(Runnable::run);
+    }
+
     /** A descriptor that cannot be made an eventfd (O_PATH: no F_SETFL) is refused and closed. */
     @Test
     void aCallDescriptorThatCannotBeAnEventFdGetsAFailureReplyAndIsClosed() {

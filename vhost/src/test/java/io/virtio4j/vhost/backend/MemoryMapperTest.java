@@ -22,7 +22,7 @@ class MemoryMapperTest {
     private static final long MEM = 64 * 1024;
 
     /** Mappings of this process whose file is the memfd named {@code name}. */
-    private static long mappingsOf(String name) {
+    static long mappingsOf(String name) {
         try {
             return Files.readAllLines(Path.of("/proc/self/maps")).stream().filter(l -> l.contains("/memfd:" + name + " ")).count();
         } catch (IOException e) {

@@ -126,6 +126,29 @@ class VhostUserSessionTest {
         assertThrows(IllegalArgumentException.class, () -> new VhostUserSession(d, BackendOptions.defaults()));
     }
 
+    /** RESET_DEVICE resets the device's queues and its configuration; a connection's end its queues only. */
+    @Test
+    void onlyResetDeviceResetsTheDevicesConfiguration() throws Exception {
+        List<String> calls = new ArrayList<>();
+        Device d = new Device() {
+            @Override
+            public void reset() {
+                calls.add("reset");
+            }
+
+            @Override
+            public void resetConfig() {
+                calls.add("resetConfig");
+            }
+        };
+        VhostUserSession s = negotiated(d, ALL_SESSION_AND_DEVICE);
+        assertNull(s.handle(message(Request.RESET_DEVICE, new byte[0])));
+        assertEquals(List.of("reset", "resetConfig"), calls);
+        calls.clear();
+        s.close();
+        assertEquals(List.of("reset"), calls);
+    }
+
     @Test
     void getQueueNumReportsTheDevicesCount() throws Exception {
         try (VhostUserSession s = negotiated(new Device(), ALL_SESSION_AND_DEVICE)) {

@@ -34,7 +34,8 @@ public final class BlockStore implements AutoCloseable {
     /**
      * Opens the file or block device {@code path} (it must exist).
      *
-     * @throws InvalidBlkOptionException naming {@code blockSize} or {@code file} (the file cannot be opened, or is
+     * @throws InvalidBlkOptionException naming {@code blockSize} (not 512 or 4096, or smaller than a block device's
+     *                                   logical block size) or {@code file} (the file cannot be opened, or is
      *                                   shorter than one block)
      */
     public static BlockStore open(String path, boolean readOnly, int blockSize) {
@@ -46,6 +47,13 @@ public final class BlockStore implements AutoCloseable {
             throw new InvalidBlkOptionException("file", path, "cannot be opened: " + e.getMessage(), e);
         }
         try {
+            int deviceBlock = f.logicalBlockSize();
+            if (deviceBlock > blockSize) {
+                // Requests aligned to the smaller block would fail on the device (a DISCARD or WRITE_ZEROES with
+                // EINVAL, answered IOERR), where the guest was told they are valid.
+                throw new InvalidBlkOptionException("blockSize", blockSize, "is smaller than the logical block size of "
+                        + path + " (" + deviceBlock + " bytes)");
+            }
             long size = f.size();
             if (size < blockSize) {
                 throw new InvalidBlkOptionException("file", path, "holds " + size + " bytes, less than one "

@@ -8,6 +8,8 @@ import io.virtio4j.os.IoUring;
 import io.virtio4j.os.IoVecs;
 
 import java.lang.foreign.Arena;
+import java.util.concurrent.locks.LockSupport;
+import java.util.logging.Logger;
 
 /**
  * The io_uring engine: each operation becomes one request on a ring of this engine's own (one per queue thread),
@@ -36,7 +38,12 @@ import java.lang.foreign.Arena;
  * closes it, and it must stay open until {@link #close()} returns.
  */
 public final class UringBlockIo implements BlockIo {
+    private static final Logger LOG = Logger.getLogger(UringBlockIo.class.getName());
     private static final int FREE = -1;
+    /** Tries of a submission the kernel refuses with nothing of ours running, before {@link #submit} leaves it. */
+    private static final int IDLE_RETRIES = 16;
+    /** How long {@link #close} waits before it submits again what the kernel would not take yet. */
+    private static final long RESUBMIT_NANOS = 1_000_000;
     /** Takes the results {@link #close()} waits for and drops. */
     private static final Completion DROP = (tag, result) -> { };
 
@@ -197,27 +204,45 @@ public final class UringBlockIo implements BlockIo {
                 : ring.prepareWritev(fd, offsets[slot], v, c.index(), c.count(), slot);
     }
 
+    /**
+     * Hands the prepared requests to the kernel. When it takes none (EAGAIN: it lacks memory for one) and no request
+     * of ours runs to give some back, it is tried again a few times, then the rest is left queued for the next
+     * submit: the queue thread goes back to its loop (and its mailbox) and passes again at the latest after its
+     * bounded sleep, rather than spinning here for as long as the shortage lasts.
+     */
     @Override
     public void submit() {
         checkOpen();
+        int idleTries = 0;
         while (ring.sqPending() > 0) {
-            if (ring.submit() <= 0) {
-                relieve();
+            if (ring.submit() > 0) {
+                idleTries = 0;
+            } else if (!relieve(idleTries++)) {
+                return;
             }
         }
     }
 
     /**
-     * The kernel took no request just now (EAGAIN: it lacked memory for one). Requests of ours that finish give
-     * theirs back, so wait for one when any is running; otherwise let other threads run before trying again.
+     * The kernel took no request just now. Requests of ours that finish give theirs back, so wait for one when any
+     * is running; otherwise let other threads run and try again, {@link #IDLE_RETRIES} times; false: give up for now.
      */
-    private void relieve() {
+    private boolean relieve(int idleTries) {
         int ready = ring.cqReady();
-        if (inFlight - ring.sqPending() - ready > 0) {
+        if (running() - ready > 0) {
             ring.awaitCompletions(ready + 1);
-        } else {
-            Thread.yield();
+            return true;
         }
+        if (idleTries < IDLE_RETRIES) {
+            Thread.yield();
+            return true;
+        }
+        return false;
+    }
+
+    /** Operations in the kernel's hands: in flight and not waiting in the submission queue. */
+    private int running() {
+        return inFlight - ring.sqPending();
     }
 
     @Override
@@ -296,20 +321,36 @@ public final class UringBlockIo implements BlockIo {
         if (closed) {
             return;
         }
+        boolean idle = false;
         try {
             submit();
             while (inFlight > 0) {
                 if (reap(DROP) == 0 && inFlight > 0 && ring.cqReady() == 0) {
-                    ring.awaitCompletions(1);
+                    if (running() > 0) {
+                        ring.awaitCompletions(1);
+                    } else {
+                        // Every one still queued (the kernel took none yet): nothing would end the wait.
+                        LockSupport.parkNanos(RESUBMIT_NANOS);
+                        submit();
+                    }
                 }
             }
+            idle = true;
         } finally {
             closed = true;
-            try {
-                ring.close();
-            } finally {
-                completions.close();
-                arena.close();
+            if (idle) {
+                try {
+                    ring.close();
+                } finally {
+                    completions.close();
+                    arena.close();
+                }
+            } else {
+                // The wait failed with operations in flight: closing the ring would not stop them (the kernel goes
+                // on reading and writing their buffers) and freeing the slots' iovecs would let it read freed
+                // memory. Leak all of it instead, loudly.
+                LOG.severe(this + ": closed with " + inFlight + " operations in flight; leaving the ring, its"
+                        + " eventfd and its memory to them");
             }
         }
     }

@@ -28,7 +28,8 @@ import java.lang.foreign.MemorySegment;
  * multiple of 512 bytes up to {@link #ZERO_STEP} is one contiguous run of entries (the last {@code n / 64 KiB} big ones
  * and the first {@code n % 64 KiB / 512} small ones). The kernel only reads those entries and the engines never
  * rewrite a caller's iovecs (they continue a short transfer through iovecs of their own), so the operations in
- * flight share them. A range longer than {@link #ZERO_STEP} is written in steps, one at a time per operation.
+ * flight share them. A range longer than {@link #ZERO_STEP} is written in steps, one at a time per operation, at
+ * most one step per operation per {@link #reap}.
  *
  * <p>Each operation holds a slot of this engine (the wrapped engine sees the slot as its tag), so at most
  * {@code depth} are in flight here and each holds at most one operation of the wrapped engine. Allocates nothing
@@ -139,13 +140,13 @@ final class ZeroFallbackBlockIo implements BlockIo {
         this.sink = sink;
         reported = 0;
         try {
-            while (true) {
-                inner.reap(onInner);
-                if (pendingCount == 0) {
-                    break;
-                }
-                // Queued only now, outside the wrapped engine's reap; a synchronous engine performs them in submit
-                // and the next round reaps them, so no step waits for a wake-up that a synchronous engine never gives.
+            inner.reap(onInner);
+            if (pendingCount > 0) {
+                // Queued only now, outside the wrapped engine's reap, and submitted at once. One step per reap, not
+                // to the end: a synchronous engine writes the step here, and a GiB of zeros in one call would keep
+                // the queue thread from its mailbox for seconds. The next reap takes the step's result; a
+                // synchronous engine gives no wake-up for it, so its caller must pass again while operations are in
+                // flight (BlkRequests does).
                 for (int i = 0; i < pendingCount; i++) {
                     queueZeros(pending[i]);
                 }

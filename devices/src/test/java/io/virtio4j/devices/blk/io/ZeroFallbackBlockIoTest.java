@@ -151,6 +151,30 @@ class ZeroFallbackBlockIoTest {
         }
     }
 
+    /**
+     * Where the zeros are written, one reap writes one step of them at most, not the whole range: the synchronous
+     * engine writes in the reap, and a GiB in one call would keep the queue thread from its mailbox for seconds.
+     * ZEROS is two steps: the reap after the submit (the fallocate refused, the first step written) and the next
+     * (the second written) finish nothing; the one after reports it, whole.
+     */
+    @Test
+    void aSynchronousEngineWritesOneStepOfZerosPerReap() {
+        assumeTrue(engine == BlockEngine.SYNC, "the asynchronous engine's steps finish when the kernel is done");
+        assumeTrue(store.file().io().fallocate(BlockFile.ZERO_MODE, 0, 4096) == -Errno.EOPNOTSUPP,
+                "only where the file system has no ZERO_RANGE");
+        try (BlockIo io = engine.open(store, 2)) {
+            assertTrue(io.queue(1, BlockIo.WRITE_ZEROES, 0, ZEROS, null, 0, 0));
+            io.submit();
+            Map<Integer, Long> done = new HashMap<>();
+            assertEquals(0, io.reap(done::put), "the whole range written in the first reap");
+            assertEquals(0, io.reap(done::put), "the second step written in the first reap");
+            assertEquals(1, io.inFlight());
+            assertEquals(1, io.reap(done::put));
+            assertEquals(Map.of(1, ZEROS), done);
+            assertEquals(0, io.inFlight());
+        }
+    }
+
     @Test
     void aWriteZeroesOfPartBlocksWhereTheFallbackRunsIsInvalid() {
         assumeTrue(store.file().io().fallocate(BlockFile.ZERO_MODE, 0, 4096) == -Errno.EOPNOTSUPP,
