@@ -14,6 +14,8 @@ public final class Memfd {
     }
 
     private static final int MFD_CLOEXEC = 0x0001;
+    /** Backed by hugetlbfs pages of the system's default huge page size. */
+    private static final int MFD_HUGETLB = 0x0004;
     private static final MethodHandle MEMFD_CREATE = Native.downcallErrno("memfd_create", JAVA_INT, ADDRESS, JAVA_INT);
     private static final MethodHandle FTRUNCATE = Native.downcallErrno("ftruncate", JAVA_INT, JAVA_INT, JAVA_LONG);
 
@@ -23,11 +25,24 @@ public final class Memfd {
      * @param name shows in /proc/PID/maps as {@code /memfd:name}; at most 249 bytes
      */
     public static FileDescriptor create(String name, long size) {
+        return create(name, size, MFD_CLOEXEC);
+    }
+
+    /**
+     * Creates a memfd of {@code size} zero bytes on huge pages (MFD_HUGETLB), close-on-exec. {@code size} must be a
+     * multiple of the default huge page size; whether pages are available shows only when the file is mapped
+     * (mmap fails with ENOMEM when the pool is empty).
+     */
+    public static FileDescriptor createHugetlb(String name, long size) {
+        return create(name, size, MFD_CLOEXEC | MFD_HUGETLB);
+    }
+
+    private static FileDescriptor create(String name, long size, int flags) {
         FileDescriptor fd;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cName = arena.allocateFrom(name);
             fd = FileDescriptor.adopt((int) Native.call("memfd_create(" + name + ")",
-                    st -> (int) MEMFD_CREATE.invokeExact(st, cName, MFD_CLOEXEC)));
+                    st -> (int) MEMFD_CREATE.invokeExact(st, cName, flags)));
         }
         try {
             truncate(fd, size);

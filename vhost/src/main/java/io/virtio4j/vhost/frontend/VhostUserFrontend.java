@@ -292,6 +292,11 @@ public final class VhostUserFrontend implements AutoCloseable {
         return answer.data();
     }
 
+    /** Writes {@code data} into the device's configuration space at {@code offset} (SET_CONFIG). */
+    public void setConfig(int offset, byte[] data) {
+        request(Request.SET_CONFIG, new ConfigPayload(offset, ConfigPayload.FLAG_WRITABLE, data).encode());
+    }
+
     public void setStatus(long status) {
         request(Request.SET_STATUS, new U64(status).encode());
     }

@@ -16,6 +16,7 @@ import io.virtio4j.vhost.notify.EventFdNotifier;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.Memfd;
 import io.virtio4j.os.Mmap;
+import io.virtio4j.vhost.frontend.NegotiationFailedException;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 

@@ -1,14 +1,14 @@
-package io.virtio4j.devices.net.driver;
+package io.virtio4j.vhost.frontend;
 
-/** The back-end does not offer what the driver's {@link NetDriver.Config} needs: feature bits or queue pairs. */
+/** The back-end does not offer what a driver needs: virtio or protocol feature bits, or queues. */
 public final class NegotiationFailedException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    NegotiationFailedException(String what, long missingBits) {
+    public NegotiationFailedException(String what, long missingBits) {
         super("back-end does not offer " + what + " 0x" + Long.toHexString(missingBits));
     }
 
-    NegotiationFailedException(String what) {
+    public NegotiationFailedException(String what) {
         super("back-end does not offer " + what);
     }
 }

@@ -1,0 +1,451 @@
+package io.virtio4j.vhost.frontend;
+
+import io.virtio4j.core.device.QueueState;
+import io.virtio4j.core.driver.DriverOptions;
+import io.virtio4j.core.driver.DriverQueue;
+import io.virtio4j.core.layout.PackedRingAreas;
+import io.virtio4j.core.layout.RingAreas;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.os.Poll;
+import io.virtio4j.os.UnixServerSocket;
+import io.virtio4j.os.UnixSocket;
+import io.virtio4j.vhost.notify.EventFdNotifier;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
+
+/**
+ * A vhost-user front-end session, what a VMM does for one device, for a driver in this JVM: connect to a back-end
+ * (or accept one, as QEMU's {@code server} chardev does), negotiate virtio and protocol features, hand over guest
+ * memory and rings, start, stop in order, reset, and reconnect after the back-end went away. A device driver
+ * ({@code NetDriver}, {@code BlkDriver}) owns one and adds only its device's requests and buffers.
+ * {@link VhostUserFrontend} stays the raw message layer underneath ({@link #frontend()}).
+ *
+ * <p>The order of messages is QEMU's (vhost-user.md 4.1): at {@link #negotiate} GET_FEATURES,
+ * GET/SET_PROTOCOL_FEATURES, GET_QUEUE_NUM (MQ), SET_OWNER; at {@link #start} SET_FEATURES, SET_MEM_TABLE, for each
+ * ring SET_VRING_NUM, _BASE, _ADDR, _KICK, _CALL, then SET_VRING_ENABLE(1) on each ring, then SET_STATUS(DRIVER_OK)
+ * when STATUS was negotiated.
+ *
+ * <p>Used by one thread for set-up, stop, reset and reconnection, while no ring is driven; each ring is then
+ * driven by one thread of the driver's choosing.
+ */
+public final class FrontendSession implements AutoCloseable {
+    /** Device status bits (virtio 1.x 2.1): ACKNOWLEDGE, DRIVER, FEATURES_OK, DRIVER_OK. */
+    public static final int STATUS_DRIVER_OK = 0x1 | 0x2 | 0x8 | 0x4;
+    /** Protocol features every driver asks for (each only if offered): what this session knows how to use. */
+    public static final long PROTOCOL_FEATURES = bit(ProtocolFeatures.MQ) | bit(ProtocolFeatures.CONFIG)
+            | bit(ProtocolFeatures.STATUS) | bit(ProtocolFeatures.CONFIGURE_MEM_SLOTS)
+            | bit(ProtocolFeatures.RESET_DEVICE) | bit(ProtocolFeatures.REPLY_ACK);
+
+    private final Path path;
+    private final UnixServerSocket server;
+    private VhostUserFrontend frontend;
+    private GuestMemory memory;
+    private final List<DriverRing> rings = new ArrayList<>();
+    private long features;
+    private long protocolFeatures;
+    private long wantedProtocolFeatures;
+    private long requiredProtocolFeatures;
+    private long queueNum = 1;
+    private int requiredQueues = 1;
+    private boolean closed;
+
+    private FrontendSession(VhostUserFrontend frontend, Path path, UnixServerSocket server) {
+        this.frontend = frontend;
+        this.path = path;
+        this.server = server;
+    }
+
+    /** A session over an already connected front-end (an in-process back-end, a socket pair), which it then owns. */
+    public static FrontendSession over(VhostUserFrontend frontend) {
+        return new FrontendSession(frontend, null, null);
+    }
+
+    /**
+     * Connects to the back-end listening at {@code path}, waiting up to {@code patience} for it to appear (see
+     * {@link VhostUserFrontend#connect(Path, Duration)}); {@link #reconnect} connects there again.
+     */
+    public static FrontendSession connect(Path path, Duration patience) throws InterruptedException {
+        return new FrontendSession(VhostUserFrontend.connect(path, patience), path, null);
+    }
+
+    /**
+     * Listens at {@code path} (a file must not exist there) and accepts one back-end, waiting up to
+     * {@code patience}; the socket keeps listening, so {@link #reconnect} accepts the back-end's next connection.
+     *
+     * @throws BackendTimeoutException when no back-end connected in time
+     */
+    public static FrontendSession listen(Path path, Duration patience) throws InterruptedException {
+        UnixServerSocket server = UnixServerSocket.listen(path, 1);
+        try {
+            return new FrontendSession(VhostUserFrontend.over(accept(server, patience)), path, server);
+        } catch (RuntimeException | Error | InterruptedException e) {
+            server.close();
+            throw e;
+        }
+    }
+
+    private static UnixSocket accept(UnixServerSocket server, Duration patience) throws InterruptedException {
+        Poll poll = new Poll(server.fileDescriptor(), Poll.POLLIN);
+        long deadline = System.nanoTime() + patience.toNanos();
+        while (true) {
+            if (Thread.interrupted()) {
+                throw new InterruptedException("waiting for a back-end at " + server.path());
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new BackendTimeoutException("no back-end connected to " + server.path() + " within " + patience);
+            }
+            // a bounded wait, so an interrupt is seen within 100 ms
+            if ((poll.await(Math.min(left, 100_000_000L)) & Poll.POLLIN) != 0) {
+                return server.accept();
+            }
+        }
+    }
+
+    // ---- negotiation ----
+
+    /**
+     * Negotiates: GET_FEATURES, GET_PROTOCOL_FEATURES and SET_PROTOCOL_FEATURES, GET_QUEUE_NUM when MQ is
+     * negotiated, SET_OWNER. The virtio features acked (sent at {@link #start}) are {@code wanted} as far as offered,
+     * and VHOST_USER_F_PROTOCOL_FEATURES (bit 30), which is required.
+     *
+     * @param wanted           virtio feature bits the driver would use
+     * @param required         those of them it cannot do without
+     * @param wantedProtocol   protocol feature bits to ask for, as far as offered ({@link #PROTOCOL_FEATURES})
+     * @param requiredProtocol those of them the driver cannot do without
+     * @param queues           queues the driver needs, in the unit of GET_QUEUE_NUM (net: pairs); over 1 needs MQ
+     * @return the virtio features acked
+     * @throws NegotiationFailedException naming the missing bits or the queues the back-end lacks
+     */
+    public long negotiate(long wanted, long required, long wantedProtocol, long requiredProtocol, int queues) {
+        long offered = frontend().getFeatures();
+        long missing = (required | bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES)) & ~offered;
+        if (missing != 0) {
+            throw new NegotiationFailedException("virtio feature bits", missing);
+        }
+        long pRequired = requiredProtocol | (queues > 1 ? bit(ProtocolFeatures.MQ) : 0);
+        long pOffered = frontend.getProtocolFeatures();
+        long pMissing = pRequired & ~pOffered;
+        if (pMissing != 0) {
+            throw new NegotiationFailedException("protocol feature bits", pMissing);
+        }
+        features = (wanted & offered) | bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
+        protocolFeatures = (wantedProtocol | pRequired) & pOffered;
+        wantedProtocolFeatures = wantedProtocol;
+        requiredProtocolFeatures = pRequired;
+        requiredQueues = queues;
+        frontend.setProtocolFeatures(protocolFeatures);
+        queueNum = hasProtocol(ProtocolFeatures.MQ) ? frontend.getQueueNum() : 1;
+        if (queueNum < queues) {
+            throw new NegotiationFailedException(queues + " queues: the back-end has " + queueNum);
+        }
+        frontend.setOwner();
+        return features;
+    }
+
+    /** Virtio features acked (bit 30 included). */
+    public long features() {
+        return features;
+    }
+
+    /** Protocol features set with SET_PROTOCOL_FEATURES. */
+    public long protocolFeatures() {
+        return protocolFeatures;
+    }
+
+    public boolean hasProtocol(int protocolFeature) {
+        return (protocolFeatures & bit(protocolFeature)) != 0;
+    }
+
+    /** Queues the back-end has (GET_QUEUE_NUM; 1 without MQ). */
+    public long queueNum() {
+        return queueNum;
+    }
+
+    /**
+     * {@code size} bytes of the device's configuration space from {@code offset} (GET_CONFIG).
+     *
+     * @throws IllegalStateException when CONFIG was not negotiated
+     */
+    public byte[] getConfig(int offset, int size) {
+        requireProtocol(ProtocolFeatures.CONFIG, "GET_CONFIG");
+        return frontend().getConfig(offset, size);
+    }
+
+    /** Writes {@code data} into the device's configuration space at {@code offset} (SET_CONFIG). */
+    public void setConfig(int offset, byte[] data) {
+        requireProtocol(ProtocolFeatures.CONFIG, "SET_CONFIG");
+        frontend().setConfig(offset, data);
+    }
+
+    private void requireProtocol(int feature, String request) {
+        if (!hasProtocol(feature)) {
+            throw new IllegalStateException(request + " needs protocol feature " + feature
+                    + ", not negotiated (0x" + Long.toHexString(protocolFeatures) + ")");
+        }
+    }
+
+    // ---- memory and rings ----
+
+    /** Gives the session the guest memory its rings are carved from and the back-end gets at {@link #start}. */
+    public void attach(GuestMemory guestMemory) {
+        if (memory != null) {
+            throw new IllegalStateException("guest memory is attached already");
+        }
+        memory = guestMemory;
+    }
+
+    public GuestMemory memory() {
+        if (memory == null) {
+            throw new IllegalStateException("no guest memory attached");
+        }
+        return memory;
+    }
+
+    /** Guest-memory bytes one ring of {@code format} and {@code size} takes (page-aligned). */
+    public static long ringBytes(RingFormat format, int size) {
+        return GuestMemory.roundUp(format.contiguousBytes(size), GuestMemory.PAGE);
+    }
+
+    /**
+     * Carves the next ring (index {@link #rings()}.size()) from guest memory on its own pages, with a
+     * {@link DriverQueue} of {@code options} adjusted to the negotiated features, and its kick and call eventfds.
+     *
+     * @param eventFds kick and call through eventfds; false: NOFD is sent, the back-end polls the ring and the
+     *                 driver polls for used buffers
+     */
+    public DriverRing addRing(RingFormat format, int size, DriverOptions options, boolean eventFds) {
+        format.requireValidQueueSize(size);
+        RingAreas areas = format.carve(memory().carveSegment(format.contiguousBytes(size), GuestMemory.PAGE), size);
+        EventFdNotifier kick = new EventFdNotifier();
+        EventFdNotifier call;
+        try {
+            call = new EventFdNotifier();
+        } catch (RuntimeException | Error e) {
+            kick.close();
+            throw e;
+        }
+        DriverRing r;
+        try {
+            r = new DriverRing(rings.size(), areas, DriverQueue.over(areas, options.forFeatures(features), kick), kick,
+                    call, eventFds);
+        } catch (RuntimeException | Error e) {
+            kick.close();
+            call.close();
+            throw e;
+        }
+        rings.add(r);
+        return r;
+    }
+
+    public List<DriverRing> rings() {
+        return List.copyOf(rings);
+    }
+
+    public DriverRing ring(int index) {
+        return rings.get(index);
+    }
+
+    /**
+     * The SET_VRING_BASE value of a ring that starts afresh: avail index 0 for split; for packed both positions 0
+     * with both wrap counters 1 (vhost-user's packed encoding, as QEMU sends it).
+     */
+    public static long initialBase(RingFormat format) {
+        return format == RingFormat.PACKED ? QueueState.INITIAL.toPackedBase() : 0;
+    }
+
+    // ---- start, stop, reset ----
+
+    /**
+     * Starts the device with every ring from its initial base: SET_FEATURES, SET_MEM_TABLE, each ring set up, each
+     * enabled, then DRIVER_OK (see the class comment).
+     */
+    public void start() {
+        long[] bases = new long[rings.size()];
+        for (DriverRing r : rings) {
+            bases[r.index()] = initialBase(r.areas().format());
+        }
+        start(bases);
+    }
+
+    /** {@link #start()} with each ring resuming from {@code bases[ring]} (SET_VRING_BASE encoding). */
+    public void start(long[] bases) {
+        if (bases.length != rings.size()) {
+            throw new IllegalArgumentException(bases.length + " bases for " + rings.size() + " rings");
+        }
+        VhostUserFrontend fe = frontend();
+        fe.setFeatures(features);
+        fe.setMemTable(List.of(memory().region()));
+        for (DriverRing r : rings) {
+            setUpRing(r.index(), bases[r.index()], false);
+        }
+        for (DriverRing r : rings) {
+            fe.setVringEnable(r.index(), true);
+        }
+        driverOk();
+    }
+
+    /**
+     * SET_VRING_NUM, _BASE ({@code base}), _ADDR (front-end virtual addresses), _KICK, _CALL and, if
+     * {@code enable}, _ENABLE(1) for ring {@code ring}: one ring's part of {@link #start}, for drivers and tests that
+     * set rings up one by one.
+     */
+    public void setUpRing(int ring, long base, boolean enable) {
+        DriverRing r = rings.get(ring);
+        VhostUserFrontend fe = frontend();
+        GuestMemory m = memory();
+        fe.setVringNum(ring, r.queue().size());
+        fe.setVringBase(ring, base);
+        switch (r.areas()) {
+            case SplitRingAreas a -> fe.setVringAddr(ring, m.user(a.descTable()), m.user(a.usedRing()), m.user(a.availRing()));
+            // a packed ring's areas travel in the split fields: the device area as "used", the driver area as "avail"
+            case PackedRingAreas a -> fe.setVringAddr(ring, m.user(a.descRing()), m.user(a.deviceEvent()), m.user(a.driverEvent()));
+        }
+        fe.setVringKick(ring, r.eventFds() ? r.kick().eventFd() : null);
+        fe.setVringCall(ring, r.eventFds() ? r.call().eventFd() : null);
+        if (enable) {
+            fe.setVringEnable(ring, true);
+        }
+    }
+
+    /**
+     * Tells the back-end the driver is ready (SET_STATUS with DRIVER_OK) when STATUS was negotiated, as QEMU does
+     * once the rings are set up: DPDK's back-end, for one, does not start a device before it sees DRIVER_OK.
+     */
+    public void driverOk() {
+        if (hasProtocol(ProtocolFeatures.STATUS)) {
+            frontend().setStatus(STATUS_DRIVER_OK);
+        }
+    }
+
+    /**
+     * Orderly stop, as QEMU stops a device: SET_STATUS(0) when STATUS was negotiated, SET_VRING_ENABLE(0) on every
+     * ring, then GET_VRING_BASE on every ring, which stops it. Buffers the back-end had not returned stay in flight
+     * on the driver side (take them back with {@link DriverQueue#detachUnused()} or resume with {@link #start(long[])}).
+     *
+     * @return each ring's base as the back-end answered (SET_VRING_BASE encoding), indexed by ring
+     */
+    public long[] stop() {
+        VhostUserFrontend fe = frontend();
+        if (hasProtocol(ProtocolFeatures.STATUS)) {
+            fe.setStatus(0);
+        }
+        for (DriverRing r : rings) {
+            fe.setVringEnable(r.index(), false);
+        }
+        long[] bases = new long[rings.size()];
+        for (DriverRing r : rings) {
+            bases[r.index()] = fe.getVringBase(r.index());
+        }
+        return bases;
+    }
+
+    /**
+     * Resets the back-end's device: RESET_DEVICE when negotiated, else the orderly {@link #stop()}. The driver's
+     * rings are the caller's to reset ({@link DriverQueue#detachUnused()}, {@link DriverQueue#reset()}) before
+     * {@link #start()}.
+     */
+    public void reset() {
+        if (hasProtocol(ProtocolFeatures.RESET_DEVICE)) {
+            frontend().resetDevice();
+        } else {
+            stop();
+        }
+    }
+
+    // ---- connection ----
+
+    /**
+     * After the back-end went away (or {@link #disconnect()}): connects again (or, listening, accepts its next
+     * connection), negotiates the same features (the back-end must offer every one acked before, the protocol
+     * features required before, and the queues) and starts again with the same memory, rings and eventfds.
+     *
+     * <p>What is resumed: each split ring from the index in its used ring, the count of requests the old back-end
+     * completed. Buffers made available after that, in flight when it went away, are offered again to the new
+     * back-end, which processes them and returns them with their original ids: nothing is lost, though a request
+     * may run twice (as after QEMU reconnects a vhost-user-blk back-end without inflight tracking). Used buffers the
+     * driver had not reaped yet stay reapable. Packed rings are not resumed (their device position cannot be read
+     * back from the ring): {@link IllegalStateException}.
+     *
+     * @throws NegotiationFailedException when the new back-end offers less than was negotiated
+     */
+    public void reconnect(Duration patience) throws InterruptedException {
+        if (path == null) {
+            throw new IllegalStateException("a session made over a connected front-end cannot reconnect");
+        }
+        long[] bases = new long[rings.size()];
+        for (DriverRing r : rings) {
+            bases[r.index()] = r.usedIndex();
+        }
+        disconnect();
+        frontend = server != null ? VhostUserFrontend.over(accept(server, patience))
+                : VhostUserFrontend.connect(path, patience);
+        long acked = features;
+        long before = protocolFeatures;
+        negotiate(acked, acked, wantedProtocolFeatures, requiredProtocolFeatures, requiredQueues);
+        if (features != acked || protocolFeatures != before) {
+            // features a driver set itself up for may not change under it
+            throw new NegotiationFailedException("the features negotiated before (virtio 0x" + Long.toHexString(acked)
+                    + ", protocol 0x" + Long.toHexString(before) + "; now 0x" + Long.toHexString(features) + ", 0x"
+                    + Long.toHexString(protocolFeatures) + ")");
+        }
+        start(bases);
+        for (DriverRing r : rings) {
+            if (r.queue().inFlight() > 0 && r.eventFds()) {
+                r.kick().signal(); // buffers offered again: the new back-end may wait for a kick to look at them
+            }
+        }
+    }
+
+    /** Closes the vhost-user connection only (the back-end stops its rings); memory, rings and eventfds stay. */
+    public void disconnect() {
+        if (frontend != null) {
+            frontend.close();
+            frontend = null;
+        }
+    }
+
+    public boolean connected() {
+        return frontend != null;
+    }
+
+    /** The raw message layer, for requests of the caller's own. */
+    public VhostUserFrontend frontend() {
+        if (frontend == null) {
+            throw new IllegalStateException("disconnected");
+        }
+        return frontend;
+    }
+
+    /** Closes the connection, the listening socket if any, every ring's eventfds and the guest memory. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            disconnect();
+        } finally {
+            try {
+                if (server != null) {
+                    server.close();
+                }
+            } finally {
+                for (DriverRing r : rings) {
+                    r.closeFds();
+                }
+                if (memory != null) {
+                    memory.close();
+                }
+            }
+        }
+    }
+}
