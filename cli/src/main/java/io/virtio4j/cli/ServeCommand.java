@@ -27,7 +27,7 @@ import java.util.concurrent.TimeUnit;
 
 /** {@code virtio4j serve}: vhost-user back-ends. */
 @Command(name = "serve", mixinStandardHelpOptions = true, description = "Serve a virtio device over vhost-user.",
-        subcommands = {ServeCommand.Net.class})
+        subcommands = {ServeCommand.Net.class, ServeBlkCommand.class})
 public final class ServeCommand {
 
     /** {@code virtio4j serve net}. */

@@ -37,6 +37,8 @@ public final class Errno {
     public static final int ECONNRESET = 104;
     public static final int ENOTCONN = 107;
     public static final int ECONNREFUSED = 111;
+    public static final int EOPNOTSUPP = 95;
+    public static final int EROFS = 30;
 
     private static final String[] NAMES = new String[128];
 
@@ -67,6 +69,8 @@ public final class Errno {
         NAMES[ECONNRESET] = "ECONNRESET";
         NAMES[ENOTCONN] = "ENOTCONN";
         NAMES[ECONNREFUSED] = "ECONNREFUSED";
+        NAMES[EOPNOTSUPP] = "EOPNOTSUPP";
+        NAMES[EROFS] = "EROFS";
     }
 
     private static final MethodHandle STRERROR = Native.downcall("strerror", ADDRESS, JAVA_INT);

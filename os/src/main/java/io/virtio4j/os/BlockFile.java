@@ -1,0 +1,231 @@
+package io.virtio4j.os;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * A regular file or block device opened for block I/O at explicit offsets (never a file position): the backing
+ * store of a virtio-blk device, shared by every queue thread. The calls that move data go through an {@link Io}, one
+ * per thread (it holds the arguments of the call in progress, so that a call allocates nothing), and report a
+ * failure as a negative errno rather than an exception: an I/O error is a status byte for the guest, not a crash.
+ */
+public final class BlockFile implements AutoCloseable {
+    /** fallocate: deallocate the range (it then reads back as zeros); needs {@link #FALLOC_FL_KEEP_SIZE}. */
+    public static final int FALLOC_FL_PUNCH_HOLE = 0x02;
+    /** fallocate: do not change the file size. */
+    public static final int FALLOC_FL_KEEP_SIZE = 0x01;
+    /** fallocate: make the range read back as zeros, keeping it allocated. */
+    public static final int FALLOC_FL_ZERO_RANGE = 0x10;
+
+    private static final int O_RDONLY = 0;
+    private static final int O_RDWR = 2;
+    private static final int O_CLOEXEC = 0x80000;
+    private static final int SEEK_END = 2;
+    private static final MethodHandle OPEN = Native.downcallErrno("open", Linker.Option.firstVariadicArg(2),
+            JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+    private static final MethodHandle LSEEK = Native.downcallErrno("lseek", JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT);
+    // The iovec pointer is passed as a 64-bit integer (the same register on LP64 x86-64 and aarch64): an address in
+    // the middle of the array would otherwise need a slice, an object per call.
+    private static final MethodHandle PREADV = Native.downcallErrno("preadv", JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT,
+            JAVA_LONG);
+    private static final MethodHandle PWRITEV = Native.downcallErrno("pwritev", JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT,
+            JAVA_LONG);
+    private static final MethodHandle FDATASYNC = Native.downcallErrno("fdatasync", JAVA_INT, JAVA_INT);
+    private static final MethodHandle FALLOCATE = Native.downcallErrno("fallocate", JAVA_INT, JAVA_INT, JAVA_INT,
+            JAVA_LONG, JAVA_LONG);
+
+    private final FileDescriptor fd;
+    private final String path;
+    private final boolean readOnly;
+
+    private BlockFile(FileDescriptor fd, String path, boolean readOnly) {
+        this.fd = fd;
+        this.path = path;
+        this.readOnly = readOnly;
+    }
+
+    /**
+     * Opens {@code path} read-write, or read-only, close-on-exec (an existing file or block device: nothing is
+     * created).
+     *
+     * @throws LinuxException when it cannot be opened (ENOENT, EACCES, EROFS ...)
+     */
+    public static BlockFile open(String path, boolean readOnly) {
+        int flags = (readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment cPath = arena.allocateFrom(path);
+            int n = (int) Native.call("open(" + path + ")", st -> (int) OPEN.invokeExact(st, cPath, flags, 0));
+            return new BlockFile(FileDescriptor.adopt(n), path, readOnly);
+        }
+    }
+
+    public String path() {
+        return path;
+    }
+
+    public boolean readOnly() {
+        return readOnly;
+    }
+
+    public FileDescriptor fileDescriptor() {
+        return fd;
+    }
+
+    /**
+     * Size in bytes: lseek to the end, which unlike fstat's st_size also tells a block device's size (the
+     * descriptor's position is never used for I/O here, so moving it is harmless).
+     */
+    public long size() {
+        int n = fd.fd();
+        return Native.call("lseek(" + path + ", SEEK_END)", st -> (long) LSEEK.invokeExact(st, n, 0L, SEEK_END));
+    }
+
+    /** Flushes the file's data to stable storage (fdatasync), throwing on failure: for callers outside the I/O path. */
+    public void sync() {
+        int n = fd.fd();
+        Native.call("fdatasync(" + path + ")", st -> (int) FDATASYNC.invokeExact(st, n));
+    }
+
+    /** A handle for one thread's I/O on this file. */
+    public Io io() {
+        return new Io();
+    }
+
+    @Override
+    public void close() {
+        fd.close();
+    }
+
+    @Override
+    public String toString() {
+        return path + (readOnly ? " (read-only)" : "");
+    }
+
+    /**
+     * One thread's I/O calls on the file: each returns a byte count (or 0) or a negative errno, retries EINTR, and
+     * allocates nothing. Not thread-safe: it holds the arguments of the call in progress.
+     */
+    public final class Io {
+        private long iovAddress;
+        private int iovCount;
+        private long offset;
+        private long length;
+        private int mode;
+        private final Native.Call preadv;
+        private final Native.Call pwritev;
+        private final Native.Call fdatasync;
+        private final Native.Call fallocate;
+        // Built once: a call's name is only used in the message of an unexpected Java-level failure.
+        private final String readName = "preadv(" + path + ")";
+        private final String writeName = "pwritev(" + path + ")";
+        private final String syncName = "fdatasync(" + path + ")";
+        private final String fallocateName = "fallocate(" + path + ")";
+
+        private Io() {
+            int n = fd.fd();
+            preadv = st -> (long) PREADV.invokeExact(st, n, iovAddress, iovCount, offset);
+            pwritev = st -> (long) PWRITEV.invokeExact(st, n, iovAddress, iovCount, offset);
+            fdatasync = st -> (long) (int) FDATASYNC.invokeExact(st, n);
+            fallocate = st -> (long) (int) FALLOCATE.invokeExact(st, n, mode, offset, length);
+        }
+
+        /**
+         * Reads {@code length} bytes at {@code at} into entries {@code from} to {@code from + count - 1} of
+         * {@code iov}, whose lengths add up to {@code length}, looping on short reads. The entries are advanced in
+         * place past what a short read moved (the caller refills them for its next operation).
+         *
+         * @return {@code length}, or a negative errno; -EIO when the file ends before {@code at + length} (it shrank
+         *         under us)
+         */
+        public long preadv(IoVecs iov, int from, int count, long at, long length) {
+            return transfer(preadv, readName, iov, from, count, at, length);
+        }
+
+        /** Writes like {@link #preadv} reads; -EIO when the kernel writes nothing (ENOSPC shows as its errno). */
+        public long pwritev(IoVecs iov, int from, int count, long at, long length) {
+            if (readOnly) {
+                return -Errno.EBADF; // what the kernel would answer: the descriptor is not open for writing
+            }
+            return transfer(pwritev, writeName, iov, from, count, at, length);
+        }
+
+        private long transfer(Native.Call call, String name, IoVecs iov, int from, int count, long at, long total) {
+            if (count < 0 || from < 0 || count > iov.capacity() - from || at < 0 || total < 0) {
+                throw new IndexOutOfBoundsException("iovecs " + from + "+" + count + " of " + iov.capacity()
+                        + " at offset " + at + ", " + total + " bytes");
+            }
+            long done = 0;
+            int i = from;
+            int end = from + count;
+            while (done < total) {
+                // Skip entries a short transfer used up (or empty ones), so the kernel never sees a zero count.
+                while (i < end && iov.length(i) == 0) {
+                    i++;
+                }
+                if (i == end) {
+                    return -Errno.EINVAL; // the lengths add up to less than total: the caller's bug, not an I/O error
+                }
+                iovAddress = iov.segment().address() + IoVecs.ENTRY_BYTES * i;
+                iovCount = Math.min(end - i, IoVecs.MAX_ENTRIES);
+                offset = at + done;
+                long n = Native.callOrErrno(name, call);
+                if (n < 0) {
+                    return n;
+                }
+                if (n == 0) {
+                    return -Errno.EIO;
+                }
+                done += n;
+                if (done < total) {
+                    i = advance(iov, i, end, n);
+                }
+            }
+            return done;
+        }
+
+        /** Advances the entries from {@code i} past {@code n} transferred bytes; returns the first one not used up. */
+        private int advance(IoVecs iov, int i, int end, long n) {
+            MemorySegment a = iov.segment();
+            while (n > 0 && i < end) {
+                long at = IoVecs.ENTRY_BYTES * i;
+                long len = a.get(JAVA_LONG, at + 8);
+                if (n >= len) {
+                    n -= len;
+                    a.set(JAVA_LONG, at + 8, 0L);
+                    i++;
+                } else {
+                    a.set(JAVA_LONG, at, a.get(JAVA_LONG, at) + n);
+                    a.set(JAVA_LONG, at + 8, len - n);
+                    n = 0;
+                }
+            }
+            return i;
+        }
+
+        /** fdatasync; 0 or a negative errno. */
+        public long fdatasync() {
+            return Native.callOrErrno(syncName, fdatasync);
+        }
+
+        /**
+         * fallocate({@code mode}, {@code at}, {@code length}): {@link #FALLOC_FL_PUNCH_HOLE} |
+         * {@link #FALLOC_FL_KEEP_SIZE} to discard, {@link #FALLOC_FL_ZERO_RANGE} to zero; 0 or a negative errno
+         * (-EOPNOTSUPP when the file system or device has no such operation).
+         */
+        public long fallocate(int mode, long at, long length) {
+            if (readOnly) {
+                return -Errno.EBADF;
+            }
+            this.mode = mode;
+            this.offset = at;
+            this.length = length;
+            return Native.callOrErrno(fallocateName, fallocate);
+        }
+    }
+}
