@@ -165,40 +165,4 @@ final class Converters {
             };
         }
     }
-    /**
-     * A byte count with an optional binary suffix, fio's way: {@code 4096}, {@code 4k}, {@code 128K}, {@code 1m},
-     * {@code 2g}, {@code 1t} (k = 1024); positive, at most {@link Long#MAX_VALUE}.
-     */
-    static long bytes(String v) {
-        String t = v.trim().toLowerCase(Locale.ROOT);
-        if (t.endsWith("ib") || t.endsWith("b")) {
-            t = t.substring(0, t.length() - (t.endsWith("ib") ? 2 : 1));
-        }
-        int shift = t.isEmpty() ? 0 : switch (t.charAt(t.length() - 1)) {
-            case 'k' -> 10;
-            case 'm' -> 20;
-            case 'g' -> 30;
-            case 't' -> 40;
-            default -> 0;
-        };
-        String digits = shift == 0 ? t : t.substring(0, t.length() - 1);
-        long n;
-        try {
-            n = Long.parseLong(digits);
-        } catch (NumberFormatException e) {
-            throw new TypeConversionException("'" + v + "' is not a size (4096, 4k, 1m, 2g...)");
-        }
-        if (n <= 0 || n > Long.MAX_VALUE >> shift) {
-            throw new TypeConversionException("'" + v + "' is not a size in [1, " + Long.MAX_VALUE + "] bytes");
-        }
-        return n << shift;
-    }
-
-    /** {@link #bytes}, for picocli. */
-    static final class ByteSizeConverter implements ITypeConverter<Long> {
-        @Override
-        public Long convert(String v) {
-            return bytes(v);
-        }
-    }
 }

@@ -67,7 +67,7 @@ final class DriveBlk implements Callable<Integer> {
     @Option(names = "--rwmixread", paramLabel = "PCT", description = "randrw: percentage of reads (default ${DEFAULT-VALUE})")
     int rwmixread = 50;
     @Option(names = "--bs", paramLabel = "SIZE", description = "bytes per request, a multiple of 512: 4k, 128k... (default 4k)",
-            converter = Converters.ByteSizeConverter.class)
+            converter = SizeConverter.class)
     long bs = 4096;
     @Option(names = "--iodepth", paramLabel = "N", description = "requests in flight per queue (default ${DEFAULT-VALUE})")
     int iodepth = 32;
@@ -82,7 +82,7 @@ final class DriveBlk implements Callable<Integer> {
             + "or 10 s when --size is not given either)")
     Double runtime;
     @Option(names = "--size", paramLabel = "SIZE", description = "the region used, from offset 0 (default: the whole "
-            + "device); without --runtime, one pass over it", converter = Converters.ByteSizeConverter.class)
+            + "device); without --runtime, one pass over it", converter = SizeConverter.class)
     Long size;
     @Option(names = "--verify", description = "write a checked pattern and check every block read: write: write, then "
             + "read back all; randrw: reads check the last write of their block; read, randread: check blocks an "
