@@ -10,7 +10,7 @@
 #   3. the host compares the image's bytes at --write-at with B (the device's write path, to the file).
 # Prints on stdout:
 #   GUEST size=BYTES ro=0|1 packed=0|1 queues=N read_md5=ok|FAIL readback=ok|FAIL boot_s=S total_s=S features=BITS
-#   CHECK ok|FAIL size=.. read=.. readback=.. image=.. packed=..
+#   CHECK ok|FAIL size=.. read=.. readback=.. image=.. packed=GOT/ASKED queues=GOT/EXPECTED
 # Exit status 0 when CHECK is ok.
 #
 # Options:
@@ -22,7 +22,8 @@
 #   --read-at SIZE    byte offset of pattern A (default 1M; a multiple of 64k)
 #   --write-at SIZE   byte offset of pattern B (default 16M; a multiple of 64k)
 #   --packed          ask for a packed ring (vhost-user-blk-pci packed=on); CHECK requires it negotiated
-#   --queues N        num-queues of the device (default 1; the guest gets min(N, 2) vCPUs)
+#   --queues N        num-queues of the device (default 1; the guest gets min(N, 2) vCPUs, and CHECK wants
+#                     as many hardware queues on /dev/vda)
 #   --backend-cpu N   (default 0)   --cpu N   CPU for QEMU (default 1)
 #   --timeout S       kill the guest after S seconds (default 120)
 #   --console FILE    keep the serial console log there (default: temporary)
@@ -159,5 +160,8 @@ verdict=ok
 [ "$read_ok" = ok ] && [ "$readback" = ok ] && [ "$image" = ok ] || verdict=FAIL
 [ "$packed" = 0 ] || [ "$(bit 34)" = 1 ] || verdict=FAIL
 [ "$qrc" = 0 ] || verdict=FAIL
-echo "CHECK $verdict size=$gsize/$size read=$read_ok readback=$readback image=$image packed=$(bit 34)/$packed"
+# the guest makes one hardware queue per device queue, at most one per vCPU
+gq=$(peers_field queues "$disk")
+[ "$gq" = "$smp" ] || verdict=FAIL
+echo "CHECK $verdict size=$gsize/$size read=$read_ok readback=$readback image=$image packed=$(bit 34)/$packed queues=$gq/$smp"
 [ "$verdict" = ok ] || exit 1

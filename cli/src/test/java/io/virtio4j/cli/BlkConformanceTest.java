@@ -375,6 +375,9 @@ class BlkConformanceTest {
                 assertEquals(BlkLayout.S_IOERR, rawWrite(d, 16, 4096), "write");
                 assertArrayEquals(original, readOk(d, 0, 16, 4096), "unchanged");
             }
+            PeerRuns.Outcome r = driveBlk(peer, "--rw", "randwrite", "--runtime", "1");
+            assertEquals(DriveBlk.EXIT_IO_ERROR, r.exit(), r.output());
+            assertTrue(r.output().contains("the device is read-only (VIRTIO_BLK_F_RO): --rw randwrite writes"), r.output());
             assertArrayEquals(original, imageBytes(image, 8192, 4096), "the image is unchanged");
         }
     }
@@ -403,10 +406,8 @@ class BlkConformanceTest {
     @EnumSource(Backend.class)
     void driveBlkVerifiesEveryBlockItReads(Backend backend) throws Exception {
         try (Peer peer = start(backend, 2, false)) {
-            List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
-            argv.addAll(List.of("drive", "blk", "--socket", peer.socket().toString(), "--rw", "randrw", "--bs", "4k",
-                    "--iodepth", "16", "--queues", "2", "--runtime", "2", "--verify"));
-            PeerRuns.Outcome r = PeerRuns.run(Duration.ofMinutes(2), argv);
+            PeerRuns.Outcome r = driveBlk(peer, "--rw", "randrw", "--bs", "4k", "--iodepth", "16", "--queues", "2",
+                    "--runtime", "2", "--verify");
             assertEquals(0, r.exit(), r.output());
             String result = r.output().lines().filter(l -> l.startsWith("RESULT ")).findFirst().orElseThrow();
             assertTrue(result.contains(" io-errors=0 verify-errors=0 "), result);
@@ -420,6 +421,25 @@ class BlkConformanceTest {
                 assertEquals(0, field(served, "io-errors"), served);
             }
         }
+    }
+
+    /** drive blk exits 3 and says so when blocks it reads are not what a --verify run wrote: here, never written. */
+    @ParameterizedTest
+    @EnumSource(Backend.class)
+    void driveBlkExitsThreeOnBlocksThatDoNotVerify(Backend backend) throws Exception {
+        try (Peer peer = start(backend, 1, false)) {
+            PeerRuns.Outcome r = driveBlk(peer, "--rw", "read", "--bs", "4k", "--size", "64k", "--verify");
+            assertEquals(DriveBlk.EXIT_VERIFY_ERROR, r.exit(), r.output());
+            assertTrue(r.output().contains("16 blocks read back were not what was written (verify)"), r.output());
+            assertTrue(r.output().contains(" io-errors=0 verify-errors=16 "), r.output());
+        }
+    }
+
+    private static PeerRuns.Outcome driveBlk(Peer peer, String... options) throws IOException, InterruptedException {
+        List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
+        argv.addAll(List.of("drive", "blk", "--socket", peer.socket().toString()));
+        argv.addAll(List.of(options));
+        return PeerRuns.run(Duration.ofMinutes(2), argv);
     }
 
     private static long field(String line, String key) {
