@@ -82,7 +82,7 @@ final class DriveBlk implements Callable<Integer> {
             + "or 10 s when --size is not given either)")
     Double runtime;
     @Option(names = "--size", paramLabel = "SIZE", description = "the region used, from offset 0 (default: the whole "
-            + "device); without --runtime, one pass over it", converter = SizeConverter.class)
+            + "device); without --runtime, as many requests as it holds blocks of --bs", converter = SizeConverter.class)
     Long size;
     @Option(names = "--verify", description = "write a checked pattern and check every block read: write: write, then "
             + "read back all; randrw: reads check the last write of their block; read, randread: check blocks an "
