@@ -13,6 +13,7 @@ import io.virtio4j.os.UnixSocket;
 import io.virtio4j.vhost.notify.EventFdNotifier;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -215,15 +216,25 @@ public final class FrontendSession implements AutoCloseable {
     }
 
     /**
-     * Carves the next ring (index {@link #rings()}.size()) from guest memory on its own pages, with a
-     * {@link DriverQueue} of {@code options} adjusted to the negotiated features, and its kick and call eventfds.
+     * Carves the next ring (index {@link #rings()}.size()) from guest memory on its own pages, then, when
+     * {@code indirectMaxElements} is positive and INDIRECT_DESC was negotiated, its indirect tables (one table of
+     * {@code indirectMaxElements} descriptors per ring entry, used by every chain of 2 or more elements), and makes a
+     * {@link DriverQueue} of {@code options} adjusted to the negotiated features, with kick and call eventfds.
      *
      * @param eventFds kick and call through eventfds; false: NOFD is sent, the back-end polls the ring and the
      *                 driver polls for used buffers
      */
-    public DriverRing addRing(RingFormat format, int size, DriverOptions options, boolean eventFds) {
+    public DriverRing addRing(RingFormat format, int size, int indirectMaxElements, DriverOptions options,
+                              boolean eventFds) {
         format.requireValidQueueSize(size);
-        RingAreas areas = format.carve(memory().carveSegment(format.contiguousBytes(size), GuestMemory.PAGE), size);
+        GuestMemory m = memory();
+        RingAreas areas = format.carve(m.carveSegment(format.contiguousBytes(size), GuestMemory.PAGE), size);
+        DriverOptions o = options;
+        if (indirectMaxElements > 0 && (features & bit(io.virtio4j.core.feature.VirtioFeatures.INDIRECT_DESC)) != 0) {
+            MemorySegment tables = m.carveSegment(DriverOptions.indirectTablesBytes(size, indirectMaxElements),
+                    GuestMemory.PAGE);
+            o = o.withIndirect(tables, m.gpa(tables), indirectMaxElements, 2);
+        }
         EventFdNotifier kick = new EventFdNotifier();
         EventFdNotifier call;
         try {
@@ -234,8 +245,8 @@ public final class FrontendSession implements AutoCloseable {
         }
         DriverRing r;
         try {
-            r = new DriverRing(rings.size(), areas, DriverQueue.over(areas, options.forFeatures(features), kick), kick,
-                    call, eventFds);
+            r = new DriverRing(rings.size(), areas, DriverQueue.over(areas, o.forFeatures(features), kick), kick, call,
+                    eventFds);
         } catch (RuntimeException | Error e) {
             kick.close();
             call.close();
@@ -243,6 +254,12 @@ public final class FrontendSession implements AutoCloseable {
         }
         rings.add(r);
         return r;
+    }
+
+    /** Guest-memory bytes {@link #addRing} carves for one ring with {@code indirectMaxElements} (page-aligned parts). */
+    public static long ringBytes(RingFormat format, int size, int indirectMaxElements) {
+        return ringBytes(format, size) + (indirectMaxElements > 0
+                ? GuestMemory.roundUp(DriverOptions.indirectTablesBytes(size, indirectMaxElements), GuestMemory.PAGE) : 0);
     }
 
     public List<DriverRing> rings() {
@@ -268,15 +285,28 @@ public final class FrontendSession implements AutoCloseable {
      * enabled, then DRIVER_OK (see the class comment).
      */
     public void start() {
+        start(initialBases(), true);
+    }
+
+    /** Every ring's {@link #initialBase}, indexed by ring. */
+    public long[] initialBases() {
         long[] bases = new long[rings.size()];
         for (DriverRing r : rings) {
             bases[r.index()] = initialBase(r.areas().format());
         }
-        start(bases);
+        return bases;
     }
 
     /** {@link #start()} with each ring resuming from {@code bases[ring]} (SET_VRING_BASE encoding). */
     public void start(long[] bases) {
+        start(bases, true);
+    }
+
+    /**
+     * {@link #start(long[])}, sending SET_VRING_ENABLE(1) to each ring only if {@code enableRings} (a driver that
+     * enables its rings itself, or tests of a back-end's disabled rings).
+     */
+    public void start(long[] bases, boolean enableRings) {
         if (bases.length != rings.size()) {
             throw new IllegalArgumentException(bases.length + " bases for " + rings.size() + " rings");
         }
@@ -286,8 +316,10 @@ public final class FrontendSession implements AutoCloseable {
         for (DriverRing r : rings) {
             setUpRing(r.index(), bases[r.index()], false);
         }
-        for (DriverRing r : rings) {
-            fe.setVringEnable(r.index(), true);
+        if (enableRings) {
+            for (DriverRing r : rings) {
+                fe.setVringEnable(r.index(), true);
+            }
         }
         driverOk();
     }

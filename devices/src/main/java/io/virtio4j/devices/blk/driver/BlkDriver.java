@@ -243,21 +243,17 @@ public final class BlkDriver implements AutoCloseable {
                     + config.queueSize() + " without indirect descriptors");
         }
         int qs = config.queueSize();
-        long indirectBytes = indirect ? GuestMemory.roundUp(DriverOptions.indirectTablesBytes(qs, maxElements), GuestMemory.PAGE) : 0;
+        int indirectElements = indirect ? maxElements : 0;
         long slotBytes = GuestMemory.roundUp(config.maxRequestBytes(), GuestMemory.PAGE);
-        long perQueue = FrontendSession.ringBytes(config.format(), qs) + indirectBytes
+        long perQueue = FrontendSession.ringBytes(config.format(), qs, indirectElements)
                 + GuestMemory.roundUp((long) depth * META_BYTES, GuestMemory.PAGE) + depth * slotBytes;
         GuestMemory memory = GuestMemory.create("virtio4j-blk-driver", perQueue * config.queues());
         session.attach(memory);
         this.queues = new Queue[config.queues()];
         for (int q = 0; q < config.queues(); q++) {
-            DriverOptions o = DriverOptions.defaults();
-            if (indirect) {
-                MemorySegment tables = memory.carveSegment(indirectBytes, GuestMemory.PAGE);
-                // every request of 2 or more elements goes indirect: one ring descriptor per request
-                o = o.withIndirect(tables, memory.gpa(tables), maxElements, 2);
-            }
-            DriverRing ring = session.addRing(config.format(), qs, o, config.eventFds());
+            // with indirect descriptors every request (2 or more elements) takes one ring descriptor
+            DriverRing ring = session.addRing(config.format(), qs, indirectElements, DriverOptions.defaults(),
+                    config.eventFds());
             MemorySegment meta = memory.carveSegment((long) depth * META_BYTES, GuestMemory.PAGE);
             MemorySegment[] data = new MemorySegment[depth];
             long[] dataGpa = new long[depth];

@@ -3,19 +3,14 @@ package io.virtio4j.devices.net.driver;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.DriverQueue;
-import io.virtio4j.core.layout.SplitLayout;
-import io.virtio4j.core.device.QueueState;
-import io.virtio4j.core.layout.PackedRingAreas;
-import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.RingFormat;
-import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.devices.net.NetFeatures;
 import io.virtio4j.os.EventFd;
-import io.virtio4j.vhost.notify.EventFdNotifier;
 import io.virtio4j.os.FileDescriptor;
-import io.virtio4j.os.Memfd;
-import io.virtio4j.os.Mmap;
+import io.virtio4j.vhost.frontend.DriverRing;
+import io.virtio4j.vhost.frontend.FrontendSession;
+import io.virtio4j.vhost.frontend.GuestMemory;
 import io.virtio4j.vhost.frontend.NegotiationFailedException;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
@@ -34,8 +29,9 @@ import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
  * together, in this JVM, against any vhost-user net back-end (ours served in-process or over a socket, or another
  * implementation).
  *
- * <p>Guest memory is one memfd mapped here, holding every ring (each on its own page), the transmit rings'
- * indirect tables and one buffer pool per ring. It is handed to the back-end as one region at guest-physical
+ * <p>The vhost-user side (negotiation, guest memory, rings, eventfds, start, reset) is a {@link FrontendSession}'s;
+ * this class adds virtio-net's buffers. Guest memory is one memfd mapped here ({@link GuestMemory}), holding every
+ * ring (each on its own pages, the rings first), the transmit rings' indirect tables and one buffer pool per ring. It is handed to the back-end as one region at guest-physical
  * address {@link Config#guestPhysBase()} and front-end virtual address {@link Config#userBase()}: rings are given
  * by user address (SET_VRING_ADDR), descriptors hold guest-physical addresses, so with two different bases a
  * back-end has to use both translations right. Ring {@code 2p} receives and ring {@code 2p + 1} transmits for
@@ -55,7 +51,6 @@ public final class NetDriver implements AutoCloseable {
     private static final int SPLIT_FRAME_OFFSET = 16;
     /** Longest frame (header included) one receive ring assembles from merged buffers. */
     public static final int MAX_RECEIVED = NetFeatures.HDR_LEN + 65536;
-    private static final int PAGE = 4096;
     private static final ValueLayout.OfShort LE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /**
@@ -89,7 +84,8 @@ public final class NetDriver implements AutoCloseable {
                 throw new IllegalArgumentException("bad driver config: " + pairs + " pairs, queue size " + queueSize
                         + ", receive buffers of " + rxBufferSize + " bytes, " + txSegments + " transmit segments");
             }
-            if (guestPhysBase < 0 || userBase < 0 || guestPhysBase % PAGE != 0 || userBase % PAGE != 0) {
+            if (guestPhysBase < 0 || userBase < 0 || guestPhysBase % GuestMemory.PAGE != 0
+                    || userBase % GuestMemory.PAGE != 0) {
                 throw new IllegalArgumentException("bases must be page-aligned and non-negative: guest-physical 0x"
                         + Long.toHexString(guestPhysBase) + ", user 0x" + Long.toHexString(userBase));
             }
@@ -189,6 +185,7 @@ public final class NetDriver implements AutoCloseable {
         }
 
         long requiredProtocolFeatures() {
+            // MQ for more than one pair is added by the session
             return (pairs > 1 ? bit(ProtocolFeatures.MQ) : 0) | (replyAck ? bit(ProtocolFeatures.REPLY_ACK) : 0);
         }
 
@@ -208,13 +205,11 @@ public final class NetDriver implements AutoCloseable {
         void frame(MemorySegment frame, long length, int numBuffers);
     }
 
-    /** One ring as the driver drives it. */
+    /** One ring as the driver drives it: the session's ring and this driver's buffer slots. */
     private final class Ring {
         final int index;
-        final RingAreas areas;
+        final DriverRing ring;
         final DriverQueue queue;
-        final EventFdNotifier kick = new EventFdNotifier();
-        final EventFdNotifier call = new EventFdNotifier();
         final long pool;
         final int slotSize;
         final int[] free;
@@ -228,20 +223,15 @@ public final class NetDriver implements AutoCloseable {
         int buffersDone;
         int numBuffers;
 
-        Ring(int index, long areaOffset, long pool, int slotSize, long indirectOffset, MemorySegment staging) {
-            this.index = index;
+        Ring(DriverRing ring, long pool, int slotSize, MemorySegment staging) {
+            this.index = ring.index();
+            this.ring = ring;
+            this.queue = ring.queue();
             int qs = config.queueSize();
-            this.areas = config.format().carve(memory.asSlice(areaOffset, config.format().contiguousBytes(qs)), qs);
             this.pool = pool;
             this.slotSize = slotSize;
             this.staging = staging;
             this.usedLengths = staging == null ? null : new int[qs];
-            DriverOptions o = DriverOptions.defaults();
-            if (indirectOffset >= 0) {
-                o = o.withIndirect(memory.asSlice(indirectOffset, DriverOptions.indirectTablesBytes(qs, 2)),
-                        gpa(indirectOffset), 2, 2);
-            }
-            this.queue = DriverQueue.over(areas, o.forFeatures(config.features()), kick);
             this.free = new int[qs];
             this.tokens = new Integer[qs];
             for (int i = 0; i < qs; i++) {
@@ -264,10 +254,6 @@ public final class NetDriver implements AutoCloseable {
             return pool + (long) slot * slotSize;
         }
 
-        long user(MemorySegment s) {
-            return config.userBase() + (s.address() - memory.address());
-        }
-
         /** Reclaims every used buffer there is; returns how many. */
         int reap() {
             int n = 0;
@@ -278,75 +264,59 @@ public final class NetDriver implements AutoCloseable {
             }
             return n;
         }
-
-        boolean await(long timeoutNanos) throws InterruptedException {
-            if (!config.eventFds()) {
-                long deadline = System.nanoTime() + timeoutNanos;
-                while (!queue.hasUsed()) {
-                    if (System.nanoTime() - deadline >= 0) {
-                        return false;
-                    }
-                    Thread.yield();
-                }
-                return true;
-            }
-            if (queue.enableCallbacksOrFindPending()) {
-                queue.disableCallbacks();
-                return true;
-            }
-            boolean signalled = call.await(timeoutNanos);
-            queue.disableCallbacks();
-            return signalled;
-        }
     }
 
     private final Config config;
+    /** For the receive rings' staging segments. */
     private final Arena arena = Arena.ofShared();
-    private final FileDescriptor memfd;
+    private final FrontendSession session;
+    private final GuestMemory guest;
+    /** {@code guest}'s mapping. */
     private final MemorySegment memory;
     private final List<Ring> rings = new ArrayList<>();
-    private VhostUserFrontend frontend;
-    private long negotiated;
-    private long negotiatedProtocol;
-    private long maxQueuePairs;
     private boolean closed;
 
-    private NetDriver(Config config) {
+    /** Negotiates through {@code session}, then carves guest memory (see {@link #setUp}). */
+    private NetDriver(Config config, FrontendSession session) {
         this.config = config;
-        int qs = config.queueSize();
-        long ringBytes = SplitLayout.roundUp(config.format().contiguousBytes(qs), PAGE);
-        long indirectBytes = config.indirect() ? SplitLayout.roundUp(DriverOptions.indirectTablesBytes(qs, 2), PAGE) : 0;
-        long rxPool = SplitLayout.roundUp((long) qs * config.rxBufferSize(), PAGE);
-        long txPool = SplitLayout.roundUp((long) qs * TX_SLOT, PAGE);
-        int n = 2 * config.pairs();
-        long size = n * ringBytes + config.pairs() * (rxPool + indirectBytes + txPool);
-        FileDescriptor fd = Memfd.create("virtio4j-net-driver", size);
+        this.session = session;
         try {
-            this.memfd = fd;
-            this.memory = Mmap.mapShared(fd, size, arena);
-        } catch (RuntimeException e) {
-            fd.close();
-            arena.close();
-            throw e;
-        }
-        try {
-            long at = n * ringBytes;
-            for (int i = 0; i < n; i++) {
-                boolean rx = i % 2 == 0;
-                long indirect = -1;
-                if (!rx && config.indirect()) {
-                    indirect = at;
-                    at += indirectBytes;
-                }
-                long pool = at;
-                at += rx ? rxPool : txPool;
-                rings.add(new Ring(i, i * ringBytes, pool, rx ? config.rxBufferSize() : TX_SLOT, indirect,
-                        rx ? arena.allocate(MAX_RECEIVED, 8) : null));
-            }
+            this.guest = setUp(config, session);
         } catch (RuntimeException | Error e) {
-            close();
+            arena.close(); // the session (memory, eventfds) is closed by the caller
             throw e;
         }
+        this.memory = guest.memory();
+    }
+
+    /** Negotiates, then carves guest memory: every ring first (with its indirect tables), then the buffer pools. */
+    private GuestMemory setUp(Config config, FrontendSession session) {
+        session.negotiate(config.features(), config.features(), config.protocolFeatures(),
+                config.requiredProtocolFeatures(), config.pairs());
+        int qs = config.queueSize();
+        int n = 2 * config.pairs();
+        int indirectElements = config.indirect() ? 2 : 0;
+        long rxPool = GuestMemory.roundUp((long) qs * config.rxBufferSize(), GuestMemory.PAGE);
+        long txPool = GuestMemory.roundUp((long) qs * TX_SLOT, GuestMemory.PAGE);
+        long size = config.pairs() * (FrontendSession.ringBytes(config.format(), qs)
+                + FrontendSession.ringBytes(config.format(), qs, indirectElements) + rxPool + txPool);
+        GuestMemory guest = GuestMemory.create("virtio4j-net-driver", size, config.guestPhysBase(), config.userBase(),
+                false);
+        session.attach(guest);
+        List<DriverRing> added = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            boolean rx = i % 2 == 0;
+            // transmit rings only: receive chains are one buffer
+            added.add(session.addRing(config.format(), qs, rx ? 0 : indirectElements, DriverOptions.defaults(),
+                    config.eventFds()));
+        }
+        for (DriverRing r : added) {
+            boolean rx = r.index() % 2 == 0;
+            long pool = guest.carve(rx ? rxPool : txPool, GuestMemory.PAGE);
+            rings.add(new Ring(r, pool, rx ? config.rxBufferSize() : TX_SLOT,
+                    rx ? arena.allocate(MAX_RECEIVED, 8) : null));
+        }
+        return guest;
     }
 
     /**
@@ -357,21 +327,20 @@ public final class NetDriver implements AutoCloseable {
      * @throws NegotiationFailedException when the back-end does not offer what {@code config} needs
      */
     public static NetDriver start(VhostUserFrontend frontend, Config config) {
+        return start(FrontendSession.over(frontend), config);
+    }
+
+    /** {@link #start(VhostUserFrontend, Config)} over a session: connected, or listening for a back-end. */
+    public static NetDriver start(FrontendSession session, Config config) {
         NetDriver d;
         try {
-            d = new NetDriver(config);
+            d = new NetDriver(config, session);
         } catch (RuntimeException | Error e) {
-            frontend.close();
+            session.close();
             throw e;
         }
-        d.frontend = frontend;
         try {
-            d.negotiate();
-            d.frontend.setMemTable(List.of(d.region()));
-            for (Ring r : d.rings) {
-                d.setUpRing(r.index, d.initialBase());
-            }
-            d.driverOk();
+            session.start(session.initialBases(), config.enableRings());
             return d;
         } catch (RuntimeException | Error e) {
             d.close();
@@ -379,26 +348,9 @@ public final class NetDriver implements AutoCloseable {
         }
     }
 
-    private void negotiate() {
-        long offered = frontend.getFeatures();
-        long want = config.features() | bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
-        if ((want & ~offered) != 0) {
-            throw new NegotiationFailedException("virtio feature bits", want & ~offered);
-        }
-        frontend.setFeatures(want);
-        negotiated = want;
-        long pOffered = frontend.getProtocolFeatures();
-        long pMissing = config.requiredProtocolFeatures() & ~pOffered;
-        if (pMissing != 0) {
-            throw new NegotiationFailedException("protocol feature bits", pMissing);
-        }
-        negotiatedProtocol = config.protocolFeatures() & pOffered;
-        frontend.setProtocolFeatures(negotiatedProtocol);
-        frontend.setOwner();
-        maxQueuePairs = (negotiatedProtocol & bit(ProtocolFeatures.MQ)) != 0 ? frontend.getQueueNum() : 1;
-        if (maxQueuePairs < config.pairs()) {
-            throw new NegotiationFailedException(config.pairs() + " queue pairs: the back-end has " + maxQueuePairs);
-        }
+    /** The session underneath: stop, reset, reconnect, raw requests. */
+    public FrontendSession session() {
+        return session;
     }
 
     /**
@@ -406,7 +358,7 @@ public final class NetDriver implements AutoCloseable {
      * with both wrap counters 1 (vhost-user's packed encoding, as QEMU sends it).
      */
     public long initialBase() {
-        return config.format() == RingFormat.PACKED ? QueueState.INITIAL.toPackedBase() : 0;
+        return FrontendSession.initialBase(config.format());
     }
 
     /**
@@ -414,20 +366,7 @@ public final class NetDriver implements AutoCloseable {
      * {@link Config#enableRings()}, _ENABLE for ring {@code ring}.
      */
     public void setUpRing(int ring, long base) {
-        Ring r = rings.get(ring);
-        VhostUserFrontend fe = frontend();
-        fe.setVringNum(ring, config.queueSize());
-        fe.setVringBase(ring, base);
-        switch (r.areas) {
-            case SplitRingAreas a -> fe.setVringAddr(ring, r.user(a.descTable()), r.user(a.usedRing()), r.user(a.availRing()));
-            // a packed ring's areas travel in the split fields: the device area as "used", the driver area as "avail"
-            case PackedRingAreas a -> fe.setVringAddr(ring, r.user(a.descRing()), r.user(a.deviceEvent()), r.user(a.driverEvent()));
-        }
-        fe.setVringKick(ring, config.eventFds() ? r.kick.eventFd() : null);
-        fe.setVringCall(ring, config.eventFds() ? r.call.eventFd() : null);
-        if (config.enableRings()) {
-            fe.setVringEnable(ring, true);
-        }
+        session.setUpRing(ring, base, config.enableRings());
     }
 
     /**
@@ -451,41 +390,17 @@ public final class NetDriver implements AutoCloseable {
 
     /** Sets the device up again after a reset, as QEMU starts it: the same features, memory table, every ring from 0. */
     public void setUpAgain() {
-        frontend().setFeatures(negotiated);
-        frontend().setMemTable(List.of(region()));
-        for (Ring r : rings) {
-            setUpRing(r.index, initialBase());
-        }
-        driverOk();
-    }
-
-    /** Device status bits (virtio 1.x 2.1): ACKNOWLEDGE, DRIVER, FEATURES_OK, DRIVER_OK. */
-    private static final int STATUS_DRIVER_OK = 0x1 | 0x2 | 0x8 | 0x4;
-
-    /**
-     * Tells the back-end the driver is ready (SET_STATUS with DRIVER_OK) when STATUS was negotiated, as QEMU does
-     * once the rings are set up: DPDK's back-end, for one, does not start a device before it sees DRIVER_OK.
-     */
-    private void driverOk() {
-        if ((negotiatedProtocol & bit(ProtocolFeatures.STATUS)) != 0) {
-            frontend().setStatus(STATUS_DRIVER_OK);
-        }
+        session.start(session.initialBases(), config.enableRings());
     }
 
     /** Closes the vhost-user connection only (the back-end stops its rings); memory and eventfds stay. */
     public void disconnect() {
-        if (frontend != null) {
-            frontend.close();
-            frontend = null;
-        }
+        session.disconnect();
     }
 
     /** The front-end, for requests of the caller's own. */
     public VhostUserFrontend frontend() {
-        if (frontend == null) {
-            throw new IllegalStateException("disconnected");
-        }
-        return frontend;
+        return session.frontend();
     }
 
     public Config config() {
@@ -494,17 +409,17 @@ public final class NetDriver implements AutoCloseable {
 
     /** Protocol features set with SET_PROTOCOL_FEATURES. */
     public long negotiatedProtocolFeatures() {
-        return negotiatedProtocol;
+        return session.protocolFeatures();
     }
 
     /** Queue pairs the back-end has (GET_QUEUE_NUM; 1 without MQ). */
     public long maxQueuePairs() {
-        return maxQueuePairs;
+        return session.queueNum();
     }
 
     /** The single memory region: the whole memfd, at {@link Config#guestPhysBase()} and {@link Config#userBase()}. */
     public VhostUserFrontend.Region region() {
-        return new VhostUserFrontend.Region(config.guestPhysBase(), memory.byteSize(), config.userBase(), 0, memfd);
+        return guest.region();
     }
 
     /** Guest memory as mapped here. */
@@ -513,12 +428,12 @@ public final class NetDriver implements AutoCloseable {
     }
 
     public FileDescriptor memfd() {
-        return memfd;
+        return guest.fd();
     }
 
     /** The guest-physical address of {@code offset} in guest memory. */
     public long gpa(long offset) {
-        return config.guestPhysBase() + offset;
+        return guest.gpa(offset);
     }
 
     /** Index of the pair's receive ring. */
@@ -541,17 +456,17 @@ public final class NetDriver implements AutoCloseable {
 
     /** The eventfd the back-end got with SET_VRING_KICK for {@code ring}. */
     public EventFd kickFd(int ring) {
-        return rings.get(ring).kick.eventFd();
+        return rings.get(ring).ring.kick().eventFd();
     }
 
     /** The eventfd the back-end got with SET_VRING_CALL for {@code ring}. */
     public EventFd callFd(int ring) {
-        return rings.get(ring).call.eventFd();
+        return rings.get(ring).ring.call().eventFd();
     }
 
     /** Sleeps on {@code ring}'s call eventfd, at most {@code timeoutNanos}, without touching the ring; true if signalled. */
     public boolean awaitCall(int ring, long timeoutNanos) throws InterruptedException {
-        return rings.get(ring).call.await(timeoutNanos);
+        return rings.get(ring).ring.call().await(timeoutNanos);
     }
 
     /**
@@ -661,7 +576,7 @@ public final class NetDriver implements AutoCloseable {
      * @return true when there may be used buffers to reap
      */
     public boolean awaitRx(int pair, long timeoutNanos) throws InterruptedException {
-        return rings.get(rxRing(pair)).await(timeoutNanos);
+        return rings.get(rxRing(pair)).ring.await(timeoutNanos);
     }
 
     // ---- transmit ----
@@ -718,10 +633,10 @@ public final class NetDriver implements AutoCloseable {
 
     /** Waits for used buffers on the pair's transmit ring, like {@link #awaitRx}. */
     public boolean awaitTx(int pair, long timeoutNanos) throws InterruptedException {
-        return rings.get(txRing(pair)).await(timeoutNanos);
+        return rings.get(txRing(pair)).ring.await(timeoutNanos);
     }
 
-    /** Closes the vhost-user connection (the back-end stops its rings), then guest memory and the eventfds. */
+    /** Closes the session (the connection, so the back-end stops its rings; the eventfds; guest memory). */
     @Override
     public void close() {
         if (closed) {
@@ -729,13 +644,8 @@ public final class NetDriver implements AutoCloseable {
         }
         closed = true;
         try {
-            disconnect();
+            session.close();
         } finally {
-            for (Ring r : rings) {
-                r.kick.close();
-                r.call.close();
-            }
-            memfd.close();
             arena.close();
         }
     }
