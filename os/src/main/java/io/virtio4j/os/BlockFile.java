@@ -39,6 +39,17 @@ public final class BlockFile implements AutoCloseable {
     private static final MethodHandle FDATASYNC = Native.downcallErrno("fdatasync", JAVA_INT, JAVA_INT);
     private static final MethodHandle FALLOCATE = Native.downcallErrno("fallocate", JAVA_INT, JAVA_INT, JAVA_INT,
             JAVA_LONG, JAVA_LONG);
+    // The same calls without errno capture: the JDK's capture slices its state segment on every call (an object that
+    // only C2's escape analysis removes, and not reliably), so each call is made uncaptured first and again captured
+    // only when it failed, to learn why (see EventFd). A failed call moved nothing (a vectored call that moved some
+    // bytes reports them instead of failing), so making it again is harmless.
+    private static final MethodHandle PREADV_UNCAPTURED = Native.downcall("preadv", JAVA_LONG, JAVA_INT, JAVA_LONG,
+            JAVA_INT, JAVA_LONG);
+    private static final MethodHandle PWRITEV_UNCAPTURED = Native.downcall("pwritev", JAVA_LONG, JAVA_INT, JAVA_LONG,
+            JAVA_INT, JAVA_LONG);
+    private static final MethodHandle FDATASYNC_UNCAPTURED = Native.downcall("fdatasync", JAVA_INT, JAVA_INT);
+    private static final MethodHandle FALLOCATE_UNCAPTURED = Native.downcall("fallocate", JAVA_INT, JAVA_INT, JAVA_INT,
+            JAVA_LONG, JAVA_LONG);
 
     private final FileDescriptor fd;
     private final String path;
@@ -121,6 +132,10 @@ public final class BlockFile implements AutoCloseable {
         private final Native.Call pwritev;
         private final Native.Call fdatasync;
         private final Native.Call fallocate;
+        private final Native.Call preadvUncaptured;
+        private final Native.Call pwritevUncaptured;
+        private final Native.Call fdatasyncUncaptured;
+        private final Native.Call fallocateUncaptured;
         // Built once: a call's name is only used in the message of an unexpected Java-level failure.
         private final String readName = "preadv(" + path + ")";
         private final String writeName = "pwritev(" + path + ")";
@@ -133,6 +148,23 @@ public final class BlockFile implements AutoCloseable {
             pwritev = st -> (long) PWRITEV.invokeExact(st, n, iovAddress, iovCount, offset);
             fdatasync = st -> (long) (int) FDATASYNC.invokeExact(st, n);
             fallocate = st -> (long) (int) FALLOCATE.invokeExact(st, n, mode, offset, length);
+            preadvUncaptured = st -> (long) PREADV_UNCAPTURED.invokeExact(n, iovAddress, iovCount, offset);
+            pwritevUncaptured = st -> (long) PWRITEV_UNCAPTURED.invokeExact(n, iovAddress, iovCount, offset);
+            fdatasyncUncaptured = st -> (long) (int) FDATASYNC_UNCAPTURED.invokeExact(n);
+            fallocateUncaptured = st -> (long) (int) FALLOCATE_UNCAPTURED.invokeExact(n, mode, offset, length);
+        }
+
+        /** Makes the call uncaptured; only when it failed, again with errno captured (see PREADV_UNCAPTURED). */
+        private long call(String name, Native.Call uncaptured, Native.Call captured) {
+            long r;
+            try {
+                r = uncaptured.invoke(MemorySegment.NULL);
+            } catch (RuntimeException | Error e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new IllegalStateException(name + " downcall failed", t);
+            }
+            return r >= 0 ? r : Native.callOrErrno(name, captured);
         }
 
         /**
@@ -144,7 +176,7 @@ public final class BlockFile implements AutoCloseable {
          *         under us)
          */
         public long preadv(IoVecs iov, int from, int count, long at, long length) {
-            return transfer(preadv, readName, iov, from, count, at, length);
+            return transfer(preadvUncaptured, preadv, readName, iov, from, count, at, length);
         }
 
         /** Writes like {@link #preadv} reads; -EIO when the kernel writes nothing (ENOSPC shows as its errno). */
@@ -152,10 +184,10 @@ public final class BlockFile implements AutoCloseable {
             if (readOnly) {
                 return -Errno.EBADF; // what the kernel would answer: the descriptor is not open for writing
             }
-            return transfer(pwritev, writeName, iov, from, count, at, length);
+            return transfer(pwritevUncaptured, pwritev, writeName, iov, from, count, at, length);
         }
 
-        private long transfer(Native.Call call, String name, IoVecs iov, int from, int count, long at, long total) {
+        private long transfer(Native.Call uncaptured, Native.Call captured, String name, IoVecs iov, int from, int count, long at, long total) {
             if (count < 0 || from < 0 || count > iov.capacity() - from || at < 0 || total < 0) {
                 throw new IndexOutOfBoundsException("iovecs " + from + "+" + count + " of " + iov.capacity()
                         + " at offset " + at + ", " + total + " bytes");
@@ -174,7 +206,7 @@ public final class BlockFile implements AutoCloseable {
                 iovAddress = iov.segment().address() + IoVecs.ENTRY_BYTES * i;
                 iovCount = Math.min(end - i, IoVecs.MAX_ENTRIES);
                 offset = at + done;
-                long n = Native.callOrErrno(name, call);
+                long n = call(name, uncaptured, captured);
                 if (n < 0) {
                     return n;
                 }
@@ -210,7 +242,7 @@ public final class BlockFile implements AutoCloseable {
 
         /** fdatasync; 0 or a negative errno. */
         public long fdatasync() {
-            return Native.callOrErrno(syncName, fdatasync);
+            return call(syncName, fdatasyncUncaptured, fdatasync);
         }
 
         /**
@@ -225,7 +257,7 @@ public final class BlockFile implements AutoCloseable {
             this.mode = mode;
             this.offset = at;
             this.length = length;
-            return Native.callOrErrno(fallocateName, fallocate);
+            return call(fallocateName, fallocateUncaptured, fallocate);
         }
     }
 }

@@ -170,13 +170,13 @@ final class BlkRequests {
 
     /**
      * One bounded pass: completes what finished, takes up to {@code weight} new requests (fewer when every slot is
-     * busy), starts them, completes what finished meanwhile and publishes. Returns the requests taken plus those
-     * completed.
+     * busy, none when {@code weight} is 0), starts them, completes what finished meanwhile and publishes. Returns
+     * the requests taken plus those completed.
      */
     int pass(int weight) {
         int n = complete();
         DeviceQueue q = queue;
-        if (q != null && !q.isBroken()) {
+        if (q != null && !q.isBroken() && weight > 0) {
             int taken = 0;
             try {
                 while (taken < weight && freeCount > 0) {

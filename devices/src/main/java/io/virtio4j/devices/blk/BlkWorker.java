@@ -82,16 +82,21 @@ final class BlkWorker implements QueueWorker {
             stats.kicks += kicks;
             kicks = 0;
         }
-        return requests.pass(weight);
+        // A disabled ring (SET_VRING_ENABLE 0) is not taken from; what it has in flight still completes. The flag is
+        // volatile, written by the control thread: read once per pass.
+        QueueContext q = queue;
+        return requests.pass(q != null && q.enabled() ? weight : 0);
     }
 
     /**
      * Arms the queue's kick only while a request could be taken: with every slot busy a kick would wake the thread
      * to find the ring non-empty and nothing to do (a spin). Completions wake it then, through the engine's eventfd.
+     * A disabled ring is not armed either: its requests wait for the enable, seen by the pass after the runner's
+     * bounded sleep.
      */
     @Override
     public boolean prepareSleep() {
-        if (queue == null || !requests.hasFreeSlot()) {
+        if (queue == null || !queue.enabled() || !requests.hasFreeSlot()) {
             return true;
         }
         return kick.arm(queue);
