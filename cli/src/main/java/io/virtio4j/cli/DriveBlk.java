@@ -96,8 +96,10 @@ final class DriveBlk implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         validate();
-        BlkDriver.Config config = BlkDriver.Config.defaults().withQueues(queues).withQueueSize(queueSize)
-                .withDepth(iodepth).withMaxRequestBytes((int) bs).withFormat(ring);
+        // all at once: each with* checks the whole, and a packed size or a small ring is valid only with its partners
+        BlkDriver.Config d = BlkDriver.Config.defaults();
+        BlkDriver.Config config = new BlkDriver.Config(queues, queueSize, iodepth, (int) bs, ring, d.eventIdx(),
+                d.indirect(), d.eventFds());
         try (BlkDriver driver = BlkDriver.connect(socket, config, Duration.ofSeconds(connectTimeout))) {
             return run(driver);
         }

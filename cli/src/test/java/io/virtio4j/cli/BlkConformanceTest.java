@@ -406,12 +406,16 @@ class BlkConformanceTest {
     @EnumSource(Backend.class)
     void driveBlkVerifiesEveryBlockItReads(Backend backend) throws Exception {
         try (Peer peer = start(backend, 2, false)) {
+            Path json = dir.resolve("result.json");
             PeerRuns.Outcome r = driveBlk(peer, "--rw", "randrw", "--bs", "4k", "--iodepth", "16", "--queues", "2",
-                    "--runtime", "2", "--verify");
+                    "--runtime", "2", "--verify", "--json", json.toString());
             assertEquals(0, r.exit(), r.output());
             String result = r.output().lines().filter(l -> l.startsWith("RESULT ")).findFirst().orElseThrow();
             assertTrue(result.contains(" io-errors=0 verify-errors=0 "), result);
             long requests = field(result, "requests");
+            String written = Files.readString(json);
+            assertTrue(written.contains("\"requests\": " + requests + ",") && written.contains("\"verify_errors\": 0,")
+                    && written.contains("\"read_clat_p999_us\": "), written);
             assertTrue(requests > 100 && field(result, "read-requests") > 0 && field(result, "write-requests") > 0, result);
             String log = peer.stop();
             if (backend == Backend.SERVE_BLK) {

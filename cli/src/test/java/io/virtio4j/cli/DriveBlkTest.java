@@ -56,6 +56,15 @@ class DriveBlkTest {
         assertTrue(r[1].lines().findFirst().orElseThrow().startsWith(message), r[1]);
     }
 
+    /** The driver's configuration is made whole: a packed ring of 100 and a ring smaller than the default depth. */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {"packed|100|100", "split|16|8"})
+    void anyValidRingAndDepthReachTheSocket(String ring, String queueSize, String depth) {
+        String[] r = execute("drive", "blk", "--socket", "/nonexistent/blk.sock", "--ring", ring, "--queue-size", queueSize,
+                "--iodepth", depth, "--connect-timeout", "0");
+        assertTrue(r[1].contains("/nonexistent/blk.sock") && r[1].contains("ENOENT"), r[1]);
+    }
+
     @Test
     void driveNetKeepsItsOptionsBesideBlk() {
         CommandLine.ParseResult parsed = new CommandLine(new Main())
