@@ -40,8 +40,8 @@ final class DriveBlk implements Callable<Integer> {
     static final int EXIT_IO_ERROR = 1;
     /** Exit status when every request completed OK but a block read back was not what was written. */
     static final int EXIT_VERIFY_ERROR = 3;
-    /** With --verify, one generation counter per block: the region is capped so that they fit comfortably. */
-    static final long MAX_VERIFY_BLOCKS = 1L << 26;
+    /** With --verify, one 4-byte generation per block: the region is capped at 64 MiB of them (64 GiB of 4k blocks). */
+    static final long MAX_VERIFY_BLOCKS = 1L << 24;
     /** The driver's largest request slot ({@link BlkDriver.Config}). */
     static final long MAX_BS = 1L << 30;
 
@@ -378,7 +378,7 @@ final class DriveBlk implements Callable<Integer> {
         private final long[] slotGeneration;
         private final ByteBuffer[] views;
         /** --verify: per block of the stripe, the generation last written (0: never) and whether a request is on it. */
-        private final long[] generation;
+        private final int[] generation;
         private final long[] busy;
         private final BlockPattern pattern = new BlockPattern();
         volatile long deadline;
@@ -412,7 +412,7 @@ final class DriveBlk implements Callable<Integer> {
             slotWrite = new boolean[slots];
             slotGeneration = new long[slots];
             views = new ByteBuffer[slots];
-            generation = verify ? new long[(int) stripe] : null;
+            generation = verify ? new int[(int) stripe] : null;
             busy = verify ? new long[(int) ((stripe + 63) >>> 6)] : null;
             rng = ThreadLocalRandom.current().nextLong() | 1;
         }
@@ -486,7 +486,7 @@ final class DriveBlk implements Callable<Integer> {
 
         private long writtenBlocks() {
             long n = 0;
-            for (long g : generation) {
+            for (int g : generation) {
                 n += g != 0 ? 1 : 0;
             }
             return n;
@@ -516,6 +516,7 @@ final class DriveBlk implements Callable<Integer> {
             if (verify) {
                 setBusy(block, true);
                 if (write) {
+                    // an int: a block would need 2^31 writes in one run to wrap it
                     long g = generation[(int) block] + 1;
                     slotGeneration[slot] = g;
                     pattern.fill(view(slot), bs, offset, runId, g);
@@ -566,7 +567,7 @@ final class DriveBlk implements Callable<Integer> {
                 }
             } else if (verify) {
                 if (write) {
-                    generation[(int) block] = slotGeneration[slot];
+                    generation[(int) block] = (int) slotGeneration[slot];
                 } else {
                     check(slot, block);
                 }
