@@ -5,6 +5,7 @@ import io.virtio4j.bench.LatencyHistogram;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.devices.blk.BlkLayout;
 import io.virtio4j.devices.blk.driver.BlkDriver;
+import io.virtio4j.vhost.frontend.NegotiationFailedException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -100,7 +101,14 @@ final class DriveBlk implements Callable<Integer> {
         BlkDriver.Config d = BlkDriver.Config.defaults();
         BlkDriver.Config config = new BlkDriver.Config(queues, queueSize, iodepth, (int) bs, ring, d.eventIdx(),
                 d.indirect(), d.eventFds());
-        try (BlkDriver driver = BlkDriver.connect(socket, config, Duration.ofSeconds(connectTimeout))) {
+        BlkDriver connected;
+        try {
+            connected = BlkDriver.connect(socket, config, Duration.ofSeconds(connectTimeout));
+        } catch (NegotiationFailedException e) {
+            // SIZE_MAX and SEG_MAX too small for --bs, or fewer queues than --queues
+            throw bad("--bs " + bs + ", --queues " + queues + ": the back-end cannot take them: " + e.getMessage());
+        }
+        try (BlkDriver driver = connected) {
             return run(driver);
         }
     }

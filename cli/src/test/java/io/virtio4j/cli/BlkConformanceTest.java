@@ -439,6 +439,17 @@ class BlkConformanceTest {
         }
     }
 
+    /** drive blk asks for more queues than the back-end has: refused at connection, naming the flag. */
+    @ParameterizedTest
+    @EnumSource(Backend.class)
+    void driveBlkNamesTheFlagTheBackEndCannotServe(Backend backend) throws Exception {
+        try (Peer peer = start(backend, 1, false)) {
+            PeerRuns.Outcome r = driveBlk(peer, "--queues", "2", "--runtime", "1");
+            assertEquals(2, r.exit(), r.output());
+            assertTrue(r.output().contains("--bs 4096, --queues 2: the back-end cannot take them: "), r.output());
+        }
+    }
+
     private static PeerRuns.Outcome driveBlk(Peer peer, String... options) throws IOException, InterruptedException {
         List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
         argv.addAll(List.of("drive", "blk", "--socket", peer.socket().toString()));
