@@ -86,6 +86,9 @@ class BlkConformanceTest {
                 argv.add("--read-only");
             }
         } else {
+            if (!Files.isExecutable(Path.of("/usr/bin/qemu-storage-daemon"))) {
+                fail("qemu-storage-daemon is not installed: run peers/install.sh as root (./virtio4j test does)");
+            }
             argv.addAll(List.of("bash", PeerRuns.script("qsd.sh").toString(), "--socket", socket.toString(), "--image",
                     image.toString(), "--queues", Integer.toString(queues)));
             if (readOnly) {
