@@ -1,6 +1,7 @@
 package io.virtio4j.cli;
 
 import io.virtio4j.core.driver.ScatterGather;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.devices.blk.BlkConfig;
 import io.virtio4j.devices.blk.BlkLayout;
 import io.virtio4j.devices.blk.driver.BlkDriver;
@@ -33,7 +34,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * The virtio-blk conformance suite: one set of checks, run through our front-end ({@link BlkDriver}, and
  * {@code drive blk}) against two vhost-user-blk back-ends, QEMU's qemu-storage-daemon ({@code peers/qsd.sh}) and
- * ours ({@code serve blk}), each exporting a fresh image file per test. Data written is read back intact (CRC32C)
+ * ours ({@code serve blk}, on split and on packed rings), each exporting a fresh image file per test. Data written is read back intact (CRC32C)
  * and found in the image file; FLUSH completes; WRITE_ZEROES reads back as zeros, DISCARD as zeros or as it was;
  * requests past the end fail with IOERR and change nothing; the configuration space describes the image; GET_ID
  * answers; every queue serves requests; a read-only export refuses writes with IOERR. qemu-storage-daemon is the
@@ -45,13 +46,24 @@ class BlkConformanceTest {
     private static final Duration PATIENCE = Duration.ofSeconds(30);
     private static final Duration TIMEOUT = Duration.ofSeconds(20);
 
-    enum Backend { QEMU_STORAGE_DAEMON, SERVE_BLK }
+    /** A back-end and the ring format our front-end drives it with (qemu-storage-daemon offers split rings only). */
+    enum Backend {
+        QEMU_STORAGE_DAEMON(false, RingFormat.SPLIT), SERVE_BLK(true, RingFormat.SPLIT), SERVE_BLK_PACKED(true, RingFormat.PACKED);
+
+        final boolean ours;
+        final RingFormat ring;
+
+        Backend(boolean ours, RingFormat ring) {
+            this.ours = ours;
+            this.ring = ring;
+        }
+    }
 
     @TempDir
     Path dir;
 
     /** A back-end process exporting {@code image}; closing it sends SIGTERM and waits. */
-    private record Peer(Process process, Path socket, Path image, Path log) implements AutoCloseable {
+    private record Peer(Process process, Path socket, Path image, Path log, RingFormat ring) implements AutoCloseable {
         /** Stops the back-end and returns what it printed. */
         String stop() throws InterruptedException, IOException {
             process.destroy();
@@ -78,7 +90,7 @@ class BlkConformanceTest {
         Path socket = dir.resolve("blk.sock");
         Path log = dir.resolve("backend.log");
         List<String> argv = new ArrayList<>();
-        if (backend == Backend.SERVE_BLK) {
+        if (backend.ours) {
             argv.addAll(List.of(PeerRuns.cli().split(" ")));
             argv.addAll(List.of("serve", "blk", "--socket", socket.toString(), "--file", image.toString(),
                     "--queues", Integer.toString(queues)));
@@ -96,12 +108,12 @@ class BlkConformanceTest {
             }
         }
         Process p = new ProcessBuilder(argv).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        return new Peer(p, socket, image, log);
+        return new Peer(p, socket, image, log, backend.ring);
     }
 
     private static BlkDriver connect(Peer peer, int queues) throws InterruptedException {
         return BlkDriver.connect(peer.socket(), BlkDriver.Config.defaults().withQueues(queues).withDepth(16)
-                .withMaxRequestBytes(64 << 10), PATIENCE);
+                .withMaxRequestBytes(64 << 10).withFormat(peer.ring()), PATIENCE);
     }
 
     /** One request on {@code q}, prepared by {@code queue} with its slot, run to completion: its status. */
@@ -421,7 +433,7 @@ class BlkConformanceTest {
                     && written.contains("\"read_clat_p999_us\": "), written);
             assertTrue(requests > 100 && field(result, "read-requests") > 0 && field(result, "write-requests") > 0, result);
             String log = peer.stop();
-            if (backend == Backend.SERVE_BLK) {
+            if (backend.ours) {
                 String served = log.lines().filter(l -> l.startsWith("RESULT ")).findFirst().orElseThrow(() ->
                         new AssertionError("serve blk printed no RESULT line:\n" + log));
                 assertEquals(requests, field(served, "requests"), served);
@@ -455,7 +467,8 @@ class BlkConformanceTest {
 
     private static PeerRuns.Outcome driveBlk(Peer peer, String... options) throws IOException, InterruptedException {
         List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
-        argv.addAll(List.of("drive", "blk", "--socket", peer.socket().toString()));
+        argv.addAll(List.of("drive", "blk", "--socket", peer.socket().toString(), "--ring",
+                peer.ring().name().toLowerCase(java.util.Locale.ROOT)));
         argv.addAll(List.of(options));
         return PeerRuns.run(Duration.ofMinutes(2), argv);
     }
