@@ -85,8 +85,8 @@ final class DriveBlk implements Callable<Integer> {
     @Option(names = "--size", paramLabel = "SIZE", description = "the region used, from offset 0 (default: the whole "
             + "device); without --runtime, as many requests as it holds blocks of --bs", converter = SizeConverter.class)
     Long size;
-    @Option(names = "--verify", description = "write a checked pattern and check every block read: write: write, then "
-            + "read back all; randrw: reads check the last write of their block; read, randread: check blocks an "
+    @Option(names = "--verify", description = "write a checked pattern and check every block read: write, randwrite: "
+            + "write, then read back every block written; randrw: reads check the last write of their block; read, randread: check blocks an "
             + "earlier --verify run wrote")
     boolean verify;
     @Option(names = "--json", paramLabel = "FILE", description = "also write the results to FILE as JSON")
@@ -445,7 +445,7 @@ final class DriveBlk implements Callable<Integer> {
         public void run() {
             try {
                 load();
-                if (verify && rw == Rw.WRITE) {
+                if (verify && (rw == Rw.WRITE || rw == Rw.RANDWRITE)) {
                     // read back everything this queue wrote, each block checked against its last generation
                     readBack = true;
                     sequential = 0;

@@ -432,6 +432,15 @@ class BlkConformanceTest {
             assertTrue(written.contains("\"requests\": " + requests + ",") && written.contains("\"verify_errors\": 0,")
                     && written.contains("\"read_clat_p999_us\": "), written);
             assertTrue(requests > 100 && field(result, "read-requests") > 0 && field(result, "write-requests") > 0, result);
+            // randwrite --verify: one pass of random writes (some blocks twice, some never), then every block written
+            // read back once and checked against its last write
+            PeerRuns.Outcome w = driveBlk(peer, "--rw", "randwrite", "--bs", "8k", "--size", "1m", "--verify");
+            assertEquals(0, w.exit(), w.output());
+            String wr = w.output().lines().filter(l -> l.startsWith("RESULT ")).findFirst().orElseThrow();
+            assertTrue(wr.contains(" io-errors=0 verify-errors=0 "), wr);
+            assertEquals(128, field(wr, "write-requests"), wr);
+            assertTrue(field(wr, "read-requests") > 0 && field(wr, "read-requests") <= 128, wr);
+            requests += field(wr, "requests");
             String log = peer.stop();
             if (backend.ours) {
                 String served = log.lines().filter(l -> l.startsWith("RESULT ")).findFirst().orElseThrow(() ->
