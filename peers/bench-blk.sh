@@ -4,8 +4,8 @@
 # The virtio-blk benchmark: `virtio4j drive blk --rw randread --bs 4k --iodepth 32 --queues 1` (pinned to
 # --driver-cpu) against pairs of vhost-user-blk back-ends (pinned to --backend-cpu), interleaved A B A B in one
 # invocation, each run with both processes started afresh:
-#   null: A = qemu-storage-daemon's null-co export (peers/qsd.sh --null), B = `serve blk --null` (no storage: the
-#         cost of the virtio-blk path itself);
+#   null: A = qemu-storage-daemon's null-co export (peers/qsd.sh --null, read-zeroes off), B = `serve blk --null`
+#         (no storage, and neither touches the data buffers: the cost of the virtio-blk path itself);
 #   file: C = `serve blk --file IMG --io sync`, D = `serve blk --file IMG --io io_uring`, IMG a file of --file-size
 #         on tmpfs (/dev/shm), written full first (with --file; skipped without).
 # Per run a "RUN ..." line: IOPS, MiB/s, completion latency p50/p99/p99.9 (us), the driver's process CPU (CPUs'
@@ -33,7 +33,7 @@ ROOT=$(cd "$PEERS_DIR/.." && pwd)
 
 reps=3 runtime=5 bs=4k iodepth=32 queues=1 rw=randread size=1G files=0 file_size=256M
 backend_cpu=1 driver_cpu=0 out='' driver_cmd="$ROOT/virtio4j drive blk"
-backend_a="$PEERS_DIR/qsd.sh --socket {sock} --null {size} --queues {queues}"
+backend_a="$PEERS_DIR/qsd.sh --socket {sock} --null {size} --read-zeroes off --queues {queues}"
 backend_b="$ROOT/virtio4j serve blk --socket {sock} --null {size} --queues {queues}"
 backend_c="$ROOT/virtio4j serve blk --socket {sock} --file {img} --queues {queues} --io sync"
 backend_d="$ROOT/virtio4j serve blk --socket {sock} --file {img} --queues {queues} --io io_uring"

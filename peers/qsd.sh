@@ -13,6 +13,8 @@
 #                     when it does not exist
 #   --null SIZE       export QEMU's null-co block driver of SIZE bytes (reads return zeros, writes are
 #                     dropped): the benchmark's "no storage" peer
+#   --read-zeroes on|off   null-co: whether reads fill the buffer with zeros (default on); off leaves it as it
+#                     was, as `serve blk --null` does (the benchmark's setting)
 #   --queues N        num-queues of the export (default 1)
 #   --read-only       export read-only (writable=off: the device offers VIRTIO_BLK_F_RO)
 #   --block-size B    logical-block-size of the export (default 512)
@@ -23,13 +25,14 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
-sock='' image='' size='' null='' queues=1 writable=on bsize=512 cpu=''
+sock='' image='' size='' null='' zeroes=on queues=1 writable=on bsize=512 cpu=''
 while [ $# -gt 0 ]; do
   case $1 in
     --socket) sock=$2; shift 2 ;;
     --image) image=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
     --null) null=$2; shift 2 ;;
+    --read-zeroes) zeroes=$2; shift 2 ;;
     --queues) queues=$2; shift 2 ;;
     --read-only) writable=off; shift ;;
     --block-size) bsize=$2; shift 2 ;;
@@ -46,7 +49,7 @@ to_bytes() {   # 64M -> 67108864 (K, M, G, T: powers of 1024)
 
 if [ -n "$null" ]; then
   [ -z "$image" ] && [ -z "$size" ] || peers_die "--null excludes --image and --size"
-  blockdev="driver=null-co,node-name=b0,size=$(to_bytes "$null"),read-zeroes=on"
+  blockdev="driver=null-co,node-name=b0,size=$(to_bytes "$null"),read-zeroes=$zeroes"
 else
   if [ -z "$image" ]; then
     [ -n "$size" ] || peers_die "one of --image, --size, --null is needed"
