@@ -46,16 +46,21 @@ class BlkConformanceTest {
     private static final Duration PATIENCE = Duration.ofSeconds(30);
     private static final Duration TIMEOUT = Duration.ofSeconds(20);
 
-    /** A back-end and the ring format our front-end drives it with (qemu-storage-daemon offers split rings only). */
+    /**
+     * A back-end, the ring format our front-end drives it with (qemu-storage-daemon offers split rings only) and, for
+     * serve blk, more of its options (an I/O engine: {@code "--io", "io_uring"}).
+     */
     enum Backend {
         QEMU_STORAGE_DAEMON(false, RingFormat.SPLIT), SERVE_BLK(true, RingFormat.SPLIT), SERVE_BLK_PACKED(true, RingFormat.PACKED);
 
         final boolean ours;
         final RingFormat ring;
+        final List<String> serveOptions;
 
-        Backend(boolean ours, RingFormat ring) {
+        Backend(boolean ours, RingFormat ring, String... serveOptions) {
             this.ours = ours;
             this.ring = ring;
+            this.serveOptions = List.of(serveOptions);
         }
     }
 
@@ -94,6 +99,7 @@ class BlkConformanceTest {
             argv.addAll(List.of(PeerRuns.cli().split(" ")));
             argv.addAll(List.of("serve", "blk", "--socket", socket.toString(), "--file", image.toString(),
                     "--queues", Integer.toString(queues)));
+            argv.addAll(backend.serveOptions);
             if (readOnly) {
                 argv.add("--read-only");
             }
