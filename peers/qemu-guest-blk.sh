@@ -7,10 +7,14 @@
 #      reads it with O_DIRECT and prints its MD5 (the device's read path);
 #   2. the guest writes pattern B (random, carried in the initramfs) at --write-at with O_DIRECT and fsync,
 #      reads it back with O_DIRECT and compares (in the guest), flushes, powers off;
-#   3. the host compares the image's bytes at --write-at with B (the device's write path, to the file).
+#   3. the guest writes B at --discard-at too and discards it (`blkdiscard`: DISCARD, when the device offers it;
+#      busybox has no BLKZEROOUT): the request must succeed (what a discarded range reads back as is the
+#      conformance suite's business);
+#   4. the host compares the image's bytes at --write-at with B (the device's write path, to the file).
 # Prints on stdout:
-#   GUEST size=BYTES ro=0|1 packed=0|1 queues=N read_md5=ok|FAIL readback=ok|FAIL boot_s=S total_s=S features=BITS
-#   CHECK ok|FAIL size=.. read=.. readback=.. image=.. packed=GOT/ASKED queues=GOT/EXPECTED
+#   GUEST size=BYTES ro=0|1 packed=0|1 queues=N read_md5=ok|FAIL readback=ok|FAIL discard=ok|FAIL|n/a
+#         discard_max=BYTES write_zeroes_max=BYTES boot_s=S total_s=S features=BITS
+#   CHECK ok|FAIL size=.. read=.. readback=.. image=.. discard=.. packed=GOT/ASKED queues=GOT/EXPECTED
 # Exit status 0 when CHECK is ok.
 #
 # Options:
@@ -21,6 +25,7 @@
 #   --bytes SIZE      size of each pattern (default 4M; a multiple of 64k)
 #   --read-at SIZE    byte offset of pattern A (default 1M; a multiple of 64k)
 #   --write-at SIZE   byte offset of pattern B (default 16M; a multiple of 64k)
+#   --discard-at SIZE where B is written again and discarded (default 32M)
 #   --packed          ask for a packed ring (vhost-user-blk-pci packed=on); CHECK requires it negotiated
 #   --queues N        num-queues of the device (default 1; the guest gets min(N, 2) vCPUs, and CHECK wants
 #                     as many hardware queues on /dev/vda)
@@ -34,7 +39,7 @@ set -euo pipefail
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 to_bytes() { numfmt --from=iec "${1^^}" 2>/dev/null || peers_die "not a size: $1"; }
 
-backend_cmd='' size=64M bytes=4M read_at=1M write_at=16M packed=0 queues=1 backend_cpu=0 cpu=1 timeout=120
+backend_cmd='' size=64M bytes=4M read_at=1M write_at=16M discard_at=32M packed=0 queues=1 backend_cpu=0 cpu=1 timeout=120
 console=''
 while [ $# -gt 0 ]; do
   case $1 in
@@ -43,6 +48,7 @@ while [ $# -gt 0 ]; do
     --bytes) bytes=$2; shift 2 ;;
     --read-at) read_at=$2; shift 2 ;;
     --write-at) write_at=$2; shift 2 ;;
+    --discard-at) discard_at=$2; shift 2 ;;
     --packed) packed=1; shift ;;
     --queues) queues=$2; shift 2 ;;
     --backend-cpu) backend_cpu=$2; shift 2 ;;
@@ -58,10 +64,18 @@ command -v qemu-system-x86_64 >/dev/null || peers_die "qemu-system-x86_64 not fo
 kdir="$PEERS_CACHE/kernel/current"
 [ -e "$kdir/.complete" ] || peers_die "no guest kernel cached: run peers/install.sh kernel"
 size=$(to_bytes "$size") bytes=$(to_bytes "$bytes") read_at=$(to_bytes "$read_at") write_at=$(to_bytes "$write_at")
+discard_at=$(to_bytes "$discard_at")
 chunk=65536
-for v in bytes read_at write_at; do [ $((${!v} % chunk)) = 0 ] || peers_die "--${v//_/-} must be a multiple of 64k"; done
-[ $((read_at + bytes)) -le "$size" ] && [ $((write_at + bytes)) -le "$size" ] || peers_die "patterns do not fit in --size"
-[ $((read_at + bytes)) -le "$write_at" ] || [ $((write_at + bytes)) -le "$read_at" ] || peers_die "the patterns overlap"
+for v in bytes read_at write_at discard_at; do
+  [ $((${!v} % chunk)) = 0 ] || peers_die "--${v//_/-} must be a multiple of 64k"
+done
+for a in read_at write_at discard_at; do
+  [ $((${!a} + bytes)) -le "$size" ] || peers_die "--${a//_/-} + --bytes is past --size"
+  for b in read_at write_at discard_at; do
+    [ "$a" = "$b" ] || [ $((${!a} + bytes)) -le "${!b}" ] || [ $((${!b} + bytes)) -le "${!a}" ] ||
+      peers_die "--${a//_/-} and --${b//_/-} overlap"
+  done
+done
 
 t_start=$(peers_now)
 work=$(mktemp -d /tmp/v4j-guest-blk.XXXXXX)
@@ -98,6 +112,14 @@ echo "V4J-READ md5=\$(dd if=/dev/vda bs=$chunk skip=$((read_at / chunk)) count=$
 dd if=/pattern of=/dev/vda bs=$chunk seek=$((write_at / chunk)) oflag=direct conv=fsync,notrunc 2>/dev/null || die "dd write"
 dd if=/dev/vda of=/tmp/back bs=$chunk skip=$((write_at / chunk)) count=$((bytes / chunk)) iflag=direct 2>/dev/null || die "dd read back"
 if cmp -s /pattern /tmp/back; then echo "V4J-READBACK ok"; else echo "V4J-READBACK FAIL"; fi
+rm -f /tmp/back
+echo "V4J-LIMITS discard_max=\$(cat /sys/block/vda/queue/discard_max_bytes) write_zeroes_max=\$(cat /sys/block/vda/queue/write_zeroes_max_bytes)"
+dd if=/pattern of=/dev/vda bs=$chunk seek=$((discard_at / chunk)) oflag=direct conv=fsync,notrunc 2>/dev/null || die "dd write for discard"
+if [ "\$(cat /sys/block/vda/queue/discard_max_bytes)" -gt 0 ]; then
+  if blkdiscard -o $discard_at -l $bytes /dev/vda; then echo "V4J-DISCARD ok"; else echo "V4J-DISCARD FAIL"; fi
+else
+  echo "V4J-DISCARD n/a"
+fi
 sync
 blockdev --flushbufs /dev/vda
 say "done uptime=\$(cut -d' ' -f1 /proc/uptime)"
@@ -153,15 +175,18 @@ read_ok=FAIL readback=FAIL image=FAIL
 [ "$(sed -n 's/^V4J-READ md5=\([0-9a-f]*\).*/\1/p' "$console")" = "$(md5sum <"$work/a" | cut -d' ' -f1)" ] && read_ok=ok
 grep -q '^V4J-READBACK ok' "$console" && readback=ok
 cmp -s -n "$bytes" -i "0:$write_at" "$work/b" "$img" && image=ok
+discard=$(sed -n 's/^V4J-DISCARD \([a-zA-Z/]*\).*/\1/p' "$console")
+limits=$(grep '^V4J-LIMITS' "$console" | tail -n 1)
 boot=$(sed -n 's/^V4J: disk up uptime=\([0-9.]*\).*/\1/p' "$console")
-echo "GUEST size=$gsize ro=$(peers_field ro "$disk") packed=$(bit 34) queues=$(peers_field queues "$disk") read_md5=$read_ok readback=$readback boot_s=${boot:-?} total_s=$(peers_elapsed "$t_start") features=$features"
+echo "GUEST size=$gsize ro=$(peers_field ro "$disk") packed=$(bit 34) queues=$(peers_field queues "$disk") read_md5=$read_ok readback=$readback discard=${discard:-?} discard_max=$(peers_field discard_max "$limits") write_zeroes_max=$(peers_field write_zeroes_max "$limits") boot_s=${boot:-?} total_s=$(peers_elapsed "$t_start") features=$features"
 verdict=ok
 [ "$gsize" = "$size" ] || verdict=FAIL
 [ "$read_ok" = ok ] && [ "$readback" = ok ] && [ "$image" = ok ] || verdict=FAIL
+[ "$discard" = ok ] || [ "$discard" = n/a ] || verdict=FAIL
 [ "$packed" = 0 ] || [ "$(bit 34)" = 1 ] || verdict=FAIL
 [ "$qrc" = 0 ] || verdict=FAIL
 # the guest makes one hardware queue per device queue, at most one per vCPU
 gq=$(peers_field queues "$disk")
 [ "$gq" = "$smp" ] || verdict=FAIL
-echo "CHECK $verdict size=$gsize/$size read=$read_ok readback=$readback image=$image packed=$(bit 34)/$packed queues=$gq/$smp"
+echo "CHECK $verdict size=$gsize/$size read=$read_ok readback=$readback image=$image discard=${discard:-?} packed=$(bit 34)/$packed queues=$gq/$smp"
 [ "$verdict" = ok ] || exit 1

@@ -14,8 +14,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * A real Linux guest (QEMU TCG, vhost-user-blk-pci) on a vhost-user-blk back-end, through
  * {@code peers/qemu-guest-blk.sh}: the guest reads a pattern the host put in the image, writes another with O_DIRECT
- * and reads it back; the host then finds the guest's bytes in the image file. {@code serve blk} on a split and on a
- * packed ring, and with two queues (two vCPUs, two hardware queues in the guest); qemu-storage-daemon (split only: it offers no packed ring) validates the harness itself.
+ * and reads it back, discards a range; the host then finds the guest's bytes in the image file. {@code serve blk}
+ * on a split and on a packed ring, and with two queues (two vCPUs, two hardware queues in the guest);
+ * qemu-storage-daemon (split only: it offers no packed ring) validates the harness itself.
  */
 class BlkGuestTest {
 
@@ -33,7 +34,7 @@ class BlkGuestTest {
         }
         PeerRuns.Outcome r = PeerRuns.run(Duration.ofMinutes(4), argv);
         assertEquals(0, r.exit(), r.output());
-        assertTrue(r.output().lines().anyMatch(l -> l.startsWith("CHECK ok ") && l.contains("read=ok readback=ok image=ok")
+        assertTrue(r.output().lines().anyMatch(l -> l.startsWith("CHECK ok ") && l.contains("read=ok readback=ok image=ok discard=ok")
                 && l.contains("packed=" + (ring.equals("packed") ? "1/1" : "0/0")) && l.contains("queues=" + queues + "/" + queues)),
                 r.output());
     }
