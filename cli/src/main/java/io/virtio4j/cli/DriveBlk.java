@@ -93,6 +93,9 @@ final class DriveBlk implements Callable<Integer> {
     Path json;
     @Option(names = "--connect-timeout", paramLabel = "S", description = "wait this long for the socket (default ${DEFAULT-VALUE})")
     int connectTimeout = 30;
+    @Option(names = "--stall-timeout", paramLabel = "S", description = "fail when requests are in flight and none "
+            + "completes for S seconds (default ${DEFAULT-VALUE})")
+    double stallTimeout = 30;
 
     @Override
     public Integer call() throws Exception {
@@ -139,6 +142,9 @@ final class DriveBlk implements Callable<Integer> {
         if (runtime != null && !(runtime > 0 && runtime <= 1e6)) {
             throw bad("--runtime: " + runtime + " is not in (0, 1000000] seconds");
         }
+        if (!(stallTimeout > 0 && stallTimeout <= 1e6)) {
+            throw bad("--stall-timeout: " + stallTimeout + " is not in (0, 1000000] seconds");
+        }
         if (size != null && size % bs != 0) {
             throw bad("--size: " + size + " is not a multiple of --bs " + bs);
         }
@@ -177,7 +183,7 @@ final class DriveBlk implements Callable<Integer> {
             long first = blocks * q / queues;
             long last = blocks * (q + 1) / queues;
             jobs[q] = new Job(driver, q, depth, (int) bs, rw, rwmixread, first, last - first, verify, runId, timed,
-                    err);
+                    (long) (stallTimeout * 1e9), err);
         }
         err.printf(Locale.ROOT, "drive blk: %s, bs=%d, iodepth=%d, queues=%d, region=%d bytes of %d, %s%s%n", name(rw), bs,
                 depth, queues, region, capacity, timed ? String.format(Locale.ROOT, "%.1f s", runNanos / 1e9) : "one pass",
@@ -195,10 +201,17 @@ final class DriveBlk implements Callable<Integer> {
         progress(jobs, threads, t0, err);
         long t1 = System.nanoTime();
         long cpu = os.getProcessCpuTime() - cpu0;
+        int stalled = 0;
         for (Job j : jobs) {
-            if (j.failure != null) {
+            if (j.failure instanceof RequestsStalledException e) {
+                err.println("drive blk: " + e.getMessage());
+                stalled++;
+            } else if (j.failure != null) {
                 throw j.failure;
             }
+        }
+        if (stalled > 0) {
+            return EXIT_IO_ERROR;
         }
         return report(driver, jobs, t1 - t0, cpu, err);
     }
@@ -374,6 +387,7 @@ final class DriveBlk implements Callable<Integer> {
         final boolean verify;
         final long runId;
         final boolean timed;
+        final long stallNanos;
         final PrintStream err;
         final LatencyHistogram readLatency = new LatencyHistogram();
         final LatencyHistogram writeLatency = new LatencyHistogram();
@@ -401,7 +415,7 @@ final class DriveBlk implements Callable<Integer> {
         private boolean readBack;
 
         Job(BlkDriver driver, int q, int depth, int bs, Rw rw, int mixRead, long firstBlock, long stripe, boolean verify,
-            long runId, boolean timed, PrintStream err) {
+            long runId, boolean timed, long stallNanos, PrintStream err) {
             this.driver = driver;
             this.q = q;
             this.depth = depth;
@@ -413,6 +427,7 @@ final class DriveBlk implements Callable<Integer> {
             this.verify = verify;
             this.runId = runId;
             this.timed = timed;
+            this.stallNanos = stallNanos;
             this.err = err;
             int slots = driver.depth(q);
             submitted = new long[slots];
@@ -458,9 +473,15 @@ final class DriveBlk implements Callable<Integer> {
             }
         }
 
-        /** Keeps up to {@code depth} requests in flight until the time or the pass is over, then drains. */
+        /**
+         * Keeps up to {@code depth} requests in flight until the time or the pass is over, then drains.
+         *
+         * @throws RequestsStalledException when requests are in flight and none completes for the stall time-out (a
+         *         back-end that stopped, or lost requests): the run ends rather than waiting for ever
+         */
         private void load() throws InterruptedException {
             long limit = readBack ? Math.min(stripe, writtenBlocks()) : timed ? Long.MAX_VALUE : stripe;
+            long progress = System.nanoTime();
             while (true) {
                 boolean more = issued < limit && System.nanoTime() < deadline;
                 int added = 0;
@@ -481,13 +502,16 @@ final class DriveBlk implements Callable<Integer> {
                     driver.kick(q);
                 }
                 int done = driver.complete(q, this);
-                if (done == 0) {
+                if (done > 0 || added > 0) {
+                    progress = System.nanoTime();
+                } else {
                     if (driver.inFlight(q) == 0 && !more) {
                         return;
                     }
-                    if (added == 0) {
-                        driver.await(q, 1_000_000L);
+                    if (System.nanoTime() - progress > stallNanos) {
+                        throw new RequestsStalledException(q, driver.inFlight(q), stallNanos);
                     }
+                    driver.await(q, 1_000_000L);
                 }
             }
         }

@@ -480,6 +480,42 @@ class BlkConformanceTest {
         }
     }
 
+    /**
+     * A back-end that stops answering (SIGSTOP) while drive blk has requests in flight: drive blk ends with an I/O
+     * error naming the stall rather than waiting for ever.
+     */
+    @ParameterizedTest
+    @EnumSource(value = Backend.class, names = {"QEMU_STORAGE_DAEMON", "SERVE_BLK"})
+    void driveBlkEndsWithAnIoErrorWhenTheBackEndStopsAnswering(Backend backend) throws Exception {
+        try (Peer peer = start(backend, 1, false)) {
+            List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
+            argv.addAll(List.of("drive", "blk", "--socket", peer.socket().toString(), "--rw", "randread",
+                    "--runtime", "600", "--stall-timeout", "2"));
+            Path out = dir.resolve("drive.log");
+            Process drive = new ProcessBuilder(argv).redirectErrorStream(true).redirectOutput(out.toFile()).start();
+            try {
+                // running: its first progress line is out
+                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (!Files.readString(out).contains("drive blk: [") && System.nanoTime() < until && drive.isAlive()) {
+                    Thread.sleep(50);
+                }
+                assertTrue(Files.readString(out).contains("drive blk: ["), Files.readString(out));
+                signal("STOP", peer.process().pid());
+                assertTrue(drive.waitFor(60, TimeUnit.SECONDS), "drive blk still waits:\n" + Files.readString(out));
+                String log = Files.readString(out);
+                assertEquals(DriveBlk.EXIT_IO_ERROR, drive.exitValue(), log);
+                assertTrue(log.contains("requests in flight and none completed within 2000 ms (--stall-timeout)"), log);
+            } finally {
+                drive.destroyForcibly();
+                signal("CONT", peer.process().pid());
+            }
+        }
+    }
+
+    private static void signal(String name, long pid) throws IOException, InterruptedException {
+        assertEquals(0, new ProcessBuilder("kill", "-" + name, Long.toString(pid)).start().waitFor(), "kill -" + name);
+    }
+
     private static PeerRuns.Outcome driveBlk(Peer peer, String... options) throws IOException, InterruptedException {
         List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
         argv.addAll(List.of("drive", "blk", "--socket", peer.socket().toString(), "--ring",

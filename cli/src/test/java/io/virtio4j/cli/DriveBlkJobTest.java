@@ -37,7 +37,7 @@ class DriveBlkJobTest {
             boolean verify = rw == DriveBlk.Rw.RANDRW;
             ByteArrayOutputStream errors = new ByteArrayOutputStream();
             DriveBlk.Job job = new DriveBlk.Job(d, 0, d.depth(0), 4096, rw, 50, 0, d.capacityBytes() / 4096, verify, 7,
-                    true, new PrintStream(errors, true));
+                    true, 30_000_000_000L, new PrintStream(errors, true));
             com.sun.management.ThreadMXBean tmx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
             job.deadline = System.nanoTime() + 1_000_000_000L;
             job.run();

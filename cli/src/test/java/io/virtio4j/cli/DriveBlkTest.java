@@ -48,6 +48,7 @@ class DriveBlkTest {
             "--queues|0|--queues: 0 is not in [1, 256]",
             "--queue-size|250|--queue-size: 250 is not a valid split queue size",
             "--runtime|0|--runtime: 0.0 is not in (0, 1000000] seconds",
+            "--stall-timeout|0|--stall-timeout: 0.0 is not in (0, 1000000] seconds",
             "--size|6k|--size: 6144 is not a multiple of --bs 4096"})
     void aBadValueIsReportedByItsFlagBeforeAnythingConnects(String flag, String value, String message) {
         // the socket does not exist: a check that came after connecting would report that instead
