@@ -37,7 +37,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * ours ({@code serve blk}, on split and on packed rings), each exporting a fresh image file per test. Data written is read back intact (CRC32C)
  * and found in the image file; FLUSH completes; WRITE_ZEROES reads back as zeros, DISCARD as zeros or as it was;
  * requests past the end fail with IOERR and change nothing; the configuration space describes the image; GET_ID
- * answers; every queue serves requests; a read-only export refuses writes with IOERR. qemu-storage-daemon is the
+ * answers; every queue serves requests; a read-only export refuses writes with IOERR; a second front-end finds what
+ * the first wrote. qemu-storage-daemon is the
  * reference: a check that fails on it is a wrong check.
  */
 class BlkConformanceTest {
@@ -235,6 +236,22 @@ class BlkConformanceTest {
             }
             assertArrayEquals(tail, readOk(d, 0, SECTORS - 1, 512));
             assertArrayEquals(tail, imageBytes(peer.image(), IMAGE_BYTES - 512, 512));
+        }
+    }
+
+    /** The back-end serves one front-end after another: the second finds what the first wrote. */
+    @ParameterizedTest
+    @EnumSource(Backend.class)
+    void aSecondFrontEndFindsWhatTheFirstWrote(Backend backend) throws Exception {
+        byte[] data = random(new SplittableRandom(21), 65536);
+        try (Peer peer = start(backend, 1, false)) {
+            try (BlkDriver d = connect(peer, 1)) {
+                assertEquals(BlkLayout.S_OK, write(d, 0, 1000, data));
+            }
+            try (BlkDriver d = connect(peer, 1)) {
+                assertArrayEquals(data, readOk(d, 0, 1000, 65536));
+                assertEquals(SECTORS, d.deviceConfig().capacity());
+            }
         }
     }
 
