@@ -34,12 +34,12 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * The virtio-blk conformance suite: one set of checks, run through our front-end ({@link BlkDriver}, and
  * {@code drive blk}) against two vhost-user-blk back-ends, QEMU's qemu-storage-daemon ({@code peers/qsd.sh}) and
- * ours ({@code serve blk}, on split and on packed rings), each exporting a fresh image file per test. Data written is read back intact (CRC32C)
- * and found in the image file; FLUSH completes; WRITE_ZEROES reads back as zeros, DISCARD as zeros or as it was;
- * requests past the end fail with IOERR and change nothing; the configuration space describes the image; GET_ID
- * answers; every queue serves requests; a read-only export refuses writes with IOERR; a second front-end finds what
- * the first wrote. qemu-storage-daemon is the
- * reference: a check that fails on it is a wrong check.
+ * ours ({@code serve blk}, on split and on packed rings), each exporting a fresh image file per test. Data written is
+ * read back intact (CRC32C) and found in the image file; FLUSH completes; WRITE_ZEROES reads back as zeros, DISCARD
+ * as zeros or as it was; requests past the end fail with IOERR and change nothing; the configuration space
+ * describes the image; GET_ID answers; every queue serves requests; a read-only export refuses writes with IOERR; a
+ * second front-end finds what the first wrote. qemu-storage-daemon is the reference: a check that fails on it is a
+ * wrong check.
  */
 class BlkConformanceTest {
     private static final long IMAGE_BYTES = 8L << 20;
