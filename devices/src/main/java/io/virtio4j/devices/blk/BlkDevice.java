@@ -12,6 +12,7 @@ import io.virtio4j.vhost.protocol.ConfigPayload;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 
 import java.nio.charset.StandardCharsets;
+import java.util.logging.Logger;
 
 /**
  * A virtio-blk device (ID 2) over a {@link BlockStore}: {@code queues} request queues, each served by a
@@ -24,6 +25,7 @@ import java.nio.charset.StandardCharsets;
  * {@code writeback}, the only writable field. Request rules: {@link BlkRequests}.
  */
 public final class BlkDevice implements VirtioDevice, AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(BlkDevice.class.getName());
     /** Data segments per request offered (seg_max): a 128-entry ring's worth, as QEMU's queue size - 2. */
     public static final int SEG_MAX = 126;
     /** Largest single data segment offered (size_max). */
@@ -180,6 +182,7 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
             throw new ConfigWriteRefusedException(offset, data.length, "writeback is 0 or 1, not " + data[0]);
         }
         cache.writeback(data[0] == 1);
+        LOG.info("write cache: " + (data[0] == 1 ? "writeback" : "writethrough") + " (the driver's SET_CONFIG)");
     }
 
     /** Whether the write cache is in writeback mode (config {@code writeback} = 1). */
