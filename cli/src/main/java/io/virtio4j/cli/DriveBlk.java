@@ -79,6 +79,12 @@ final class DriveBlk implements Callable<Integer> {
     @Option(names = "--ring", paramLabel = "split|packed", description = "ring format (default split)",
             converter = Converters.RingFormatConverter.class)
     RingFormat ring = RingFormat.SPLIT;
+    @Option(names = "--indirect", arity = "1", paramLabel = "on|off", description = "use VIRTIO_F_INDIRECT_DESC when the "
+            + "back-end offers it (default on)", converter = Converters.OnOffConverter.class)
+    boolean indirect = true;
+    @Option(names = "--event-idx", arity = "1", paramLabel = "on|off", description = "use VIRTIO_F_EVENT_IDX when the "
+            + "back-end offers it (default on)", converter = Converters.OnOffConverter.class)
+    boolean eventIdx = true;
     @Option(names = "--runtime", paramLabel = "S", description = "run for S seconds (default: one pass over --size, "
             + "or 10 s when --size is not given either)")
     Double runtime;
@@ -101,9 +107,8 @@ final class DriveBlk implements Callable<Integer> {
     public Integer call() throws Exception {
         validate();
         // all at once: each with* checks the whole, and a packed size or a small ring is valid only with its partners
-        BlkDriver.Config d = BlkDriver.Config.defaults();
-        BlkDriver.Config config = new BlkDriver.Config(queues, queueSize, iodepth, (int) bs, ring, d.eventIdx(),
-                d.indirect(), d.eventFds());
+        BlkDriver.Config config = new BlkDriver.Config(queues, queueSize, iodepth, (int) bs, ring, eventIdx, indirect,
+                BlkDriver.Config.defaults().eventFds());
         BlkDriver connected;
         try {
             connected = BlkDriver.connect(socket, config, Duration.ofSeconds(connectTimeout));
@@ -285,6 +290,8 @@ final class DriveBlk implements Callable<Integer> {
         result.put("iodepth", jobs[0].depth);
         result.put("queues", queues);
         result.put("ring", ring.name().toLowerCase(Locale.ROOT));
+        result.put("indirect", indirect);
+        result.put("event_idx", eventIdx);
         result.put("runtime_s", seconds);
         result.put("verify", verify);
         PrintStream out = System.out;

@@ -70,13 +70,14 @@ class DriveBlkTest {
     void driveNetKeepsItsOptionsBesideBlk() {
         CommandLine.ParseResult parsed = new CommandLine(new Main())
                 .parseArgs("drive", "blk", "--socket", "/x", "--rw", "randrw", "--rwmixread", "70", "--bs", "128k",
-                        "--iodepth", "8", "--queues", "2", "--verify");
+                        "--iodepth", "8", "--queues", "2", "--verify", "--indirect", "off", "--event-idx", "off");
         DriveBlk blk = (DriveBlk) parsed.subcommand().subcommand().commandSpec().userObject();
         assertEquals(DriveBlk.Rw.RANDRW, blk.rw);
         assertEquals(70, blk.rwmixread);
         assertEquals(131072, blk.bs);
         assertEquals(2, blk.queues);
         assertTrue(blk.verify);
+        assertTrue(!blk.indirect && !blk.eventIdx);
         assertEquals("net", new CommandLine(new Main()).parseArgs("drive", "net", "--socket", "/x")
                 .subcommand().subcommand().commandSpec().name());
     }
