@@ -157,6 +157,26 @@ class FrontendSessionTest {
         }
     }
 
+    /** Reconnecting to a back-end still connected stops its rings in order first; traffic goes on after. */
+    @Test
+    void reconnectWhileConnectedStopsFirst() throws Exception {
+        try (NetBackend backend = NetBackend.start(1, NetMode.LOOPBACK, NotificationMode.NOTIFY)) {
+            try (NetDriver d = NetDriver.start(FrontendSession.connect(backend.path(), PATIENCE),
+                    NetDriver.Config.defaults())) {
+                Random rnd = new Random(17);
+                for (int round = 0; round < 3; round++) {
+                    List<byte[]> sent = frames(rnd, 25);
+                    assertEchoed(sent, GuestTraffic.echo(d, 0, sent));
+                    d.session().reconnect(PATIENCE);
+                }
+                List<byte[]> sent = frames(rnd, 25);
+                assertEchoed(sent, GuestTraffic.echo(d, 0, sent));
+                assertEquals(100, d.session().stop()[NetDriver.txRing(0)], "every frame sent once");
+            }
+            backend.assertServing();
+        }
+    }
+
     /**
      * A listening session (QEMU's {@code server} chardev) accepts a back-end that connects to it, and on reconnect
      * accepts the back-end's next connection.

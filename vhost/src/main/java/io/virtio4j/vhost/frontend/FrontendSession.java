@@ -3,10 +3,12 @@ package io.virtio4j.vhost.frontend;
 import io.virtio4j.core.device.QueueState;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.DriverQueue;
+import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.os.LinuxException;
 import io.virtio4j.os.Poll;
 import io.virtio4j.os.UnixServerSocket;
 import io.virtio4j.os.UnixSocket;
@@ -230,7 +232,7 @@ public final class FrontendSession implements AutoCloseable {
         GuestMemory m = memory();
         RingAreas areas = format.carve(m.carveSegment(format.contiguousBytes(size), GuestMemory.PAGE), size);
         DriverOptions o = options;
-        if (indirectMaxElements > 0 && (features & bit(io.virtio4j.core.feature.VirtioFeatures.INDIRECT_DESC)) != 0) {
+        if (indirectMaxElements > 0 && VirtioFeatures.has(features, VirtioFeatures.INDIRECT_DESC)) {
             MemorySegment tables = m.carveSegment(DriverOptions.indirectTablesBytes(size, indirectMaxElements),
                     GuestMemory.PAGE);
             o = o.withIndirect(tables, m.gpa(tables), indirectMaxElements, 2);
@@ -399,8 +401,10 @@ public final class FrontendSession implements AutoCloseable {
      * connection), negotiates the same features (the back-end must offer every one acked before, the protocol
      * features required before, and the queues) and starts again with the same memory, rings and eventfds.
      *
-     * <p>What is resumed: each split ring from the index in its used ring, the count of requests the old back-end
-     * completed. Buffers made available after that, in flight when it went away, are offered again to the new
+     * <p>Still connected, the session first stops the rings in order ({@link #stop()}; a back-end failing to answer
+     * is taken as gone), so the old back-end no longer touches them. What is resumed: each split ring from the index
+     * in its used ring, the count of requests the old back-end completed (not GET_VRING_BASE's answer, which also
+     * counts requests it took and never completed). Buffers made available after that, in flight when it went away, are offered again to the new
      * back-end, which processes them and returns them with their original ids: nothing is lost, though a request
      * may run twice (as after QEMU reconnects a vhost-user-blk back-end without inflight tracking). Used buffers the
      * driver had not reaped yet stay reapable. Packed rings are not resumed (their device position cannot be read
@@ -412,11 +416,21 @@ public final class FrontendSession implements AutoCloseable {
         if (path == null) {
             throw new IllegalStateException("a session made over a connected front-end cannot reconnect");
         }
+        for (DriverRing r : rings) {
+            r.usedIndex(); // packed rings are refused before anything changes
+        }
+        if (frontend != null) {
+            try {
+                stop();
+            } catch (VhostUserRequestFailedException | LinuxException e) {
+                // the back-end is going away: it stops its rings with the connection
+            }
+        }
+        disconnect();
         long[] bases = new long[rings.size()];
         for (DriverRing r : rings) {
             bases[r.index()] = r.usedIndex();
         }
-        disconnect();
         frontend = server != null ? VhostUserFrontend.over(accept(server, patience))
                 : VhostUserFrontend.connect(path, patience);
         long acked = features;

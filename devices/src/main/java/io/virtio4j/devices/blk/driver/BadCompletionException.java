@@ -1,9 +1,9 @@
 package io.virtio4j.devices.blk.driver;
 
 /**
- * The device completed a request in a way the spec does not allow: a status byte other than OK, IOERR or UNSUPP
- * (or none written: the driver pre-sets 0xFF), or a used length past the request's writable bytes. The request's
- * slot ({@link #slot()}) is free again when this is thrown: nothing more will come for it.
+ * The device completed a request with a status byte other than OK, IOERR or UNSUPP, or wrote none (the driver
+ * pre-sets 0xFF). The request's slot ({@link #slot()}) is free again when this is thrown: nothing more will come
+ * for it. (A used length past the request's writable bytes breaks the queue in the ring code instead.)
  */
 public final class BadCompletionException extends RuntimeException {
     private static final long serialVersionUID = 1L;

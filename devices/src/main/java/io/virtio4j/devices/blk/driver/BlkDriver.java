@@ -33,9 +33,10 @@ import static io.virtio4j.devices.blk.BlkLayout.bit;
  * and none of this allocates: chains are built in one reusable {@link ScatterGather} per queue, tokens are boxed
  * once, the data slices are made once.
  *
- * <p>The device is not trusted: a status byte other than OK, IOERR and UNSUPP, a used length past the request's
- * writable bytes, or a used id of a slot not in flight (refused by the ring code) are errors naming the slot and
- * value, never silently accepted; its configuration space is checked before use.
+ * <p>The device is not trusted: a status byte other than OK, IOERR and UNSUPP (or none written) is an error naming
+ * the slot and value; a used length past the request's writable bytes or a used id of a buffer not in flight break
+ * the queue in the ring code ({@link DriverQueue}), which checks them for every driver; its configuration space is
+ * checked before use.
  *
  * <p>Chain layout: header (16 bytes, readable), data (readable for a write, writable for a read or GET_ID; cut into
  * SIZE_MAX-sized descriptors when the device set SIZE_MAX, at most SEG_MAX of them), status (1 byte, writable);
@@ -165,8 +166,6 @@ public final class BlkDriver implements AutoCloseable {
         final int[] free;
         int freeCount;
         final byte[] state;
-        /** Writable bytes of each slot's request in flight: the bound of its used length. */
-        final long[] writable;
         final Integer[] tokens;
         final ScatterGather sg;
         /** {@link #run}'s sink: the status of the slot it waits for. */
@@ -184,7 +183,6 @@ public final class BlkDriver implements AutoCloseable {
             this.dataGpa = dataGpa;
             this.free = new int[depth];
             this.state = new byte[depth];
-            this.writable = new long[depth];
             this.tokens = new Integer[depth];
             for (int i = 0; i < depth; i++) {
                 tokens[i] = i; // boxed once: tokens of requests in flight cost no allocation
@@ -304,6 +302,14 @@ public final class BlkDriver implements AutoCloseable {
         return start(FrontendSession.connect(socket, patience), config);
     }
 
+    /**
+     * Listens at {@code socket} (QEMU's {@code server} chardev style) and drives the first vhost-user-blk back-end
+     * that connects within {@code patience}; {@link #reconnect} accepts its next connection.
+     */
+    public static BlkDriver listen(Path socket, Config config, Duration patience) throws InterruptedException {
+        return start(FrontendSession.listen(socket, patience), config);
+    }
+
     /** {@link #connect} over a session already connected (or accepted): the driver owns it and closes it. */
     public static BlkDriver start(FrontendSession session, Config config) {
         try {
@@ -392,7 +398,7 @@ public final class BlkDriver implements AutoCloseable {
         for (int at = 0; at < bytes; at += segmentBytes) {
             q.sg.writable(q.dataGpa[slot] + at, Math.min(segmentBytes, bytes - at));
         }
-        submit(q, slot, bytes + (long) BlkLayout.STATUS_BYTES);
+        submit(q, slot);
     }
 
     /** Queues a write of the first {@code bytes} of the slot's data to {@code sector}. */
@@ -406,7 +412,7 @@ public final class BlkDriver implements AutoCloseable {
         for (int at = 0; at < bytes; at += segmentBytes) {
             q.sg.readable(q.dataGpa[slot] + at, Math.min(segmentBytes, bytes - at));
         }
-        submit(q, slot, BlkLayout.STATUS_BYTES);
+        submit(q, slot);
     }
 
     /** Queues a FLUSH (the device answers UNSUPP without VIRTIO_BLK_F_FLUSH, which the driver asks for). */
@@ -415,7 +421,7 @@ public final class BlkDriver implements AutoCloseable {
         requireAcquired(q, slot);
         header(q, slot, BlkLayout.T_FLUSH, 0);
         q.sg.clear().readable(q.metaGpa + (long) slot * META_BYTES, BlkLayout.HEADER_BYTES);
-        submit(q, slot, BlkLayout.STATUS_BYTES);
+        submit(q, slot);
     }
 
     /** Queues a GET_ID: the device's 20-byte id lands at the start of the slot's data. */
@@ -425,7 +431,7 @@ public final class BlkDriver implements AutoCloseable {
         header(q, slot, BlkLayout.T_GET_ID, 0);
         q.sg.clear().readable(q.metaGpa + (long) slot * META_BYTES, BlkLayout.HEADER_BYTES)
                 .writable(q.dataGpa[slot], BlkLayout.ID_BYTES);
-        submit(q, slot, BlkLayout.ID_BYTES + BlkLayout.STATUS_BYTES);
+        submit(q, slot);
     }
 
     /**
@@ -463,7 +469,7 @@ public final class BlkDriver implements AutoCloseable {
         q.meta.set(LE_INT, m + META_SEGMENT + BlkLayout.SEGMENT_FLAGS, flags);
         q.sg.clear().readable(q.metaGpa + m, BlkLayout.HEADER_BYTES)
                 .readable(q.metaGpa + m + META_SEGMENT, BlkLayout.SEGMENT_BYTES);
-        submit(q, slot, BlkLayout.STATUS_BYTES);
+        submit(q, slot);
     }
 
     private static void header(Queue q, int slot, int type, long sector) {
@@ -474,26 +480,23 @@ public final class BlkDriver implements AutoCloseable {
     }
 
     /** Appends the status descriptor, pre-sets the status byte and adds the chain; no kick. */
-    private static void submit(Queue q, int slot, long writableBytes) {
+    private static void submit(Queue q, int slot) {
         long status = (long) slot * META_BYTES + META_STATUS;
         q.meta.set(ValueLayout.JAVA_BYTE, status, STATUS_UNWRITTEN);
         q.sg.writable(q.metaGpa + status, BlkLayout.STATUS_BYTES);
         q.dq.add(q.sg, q.tokens[slot]);
-        q.writable[slot] = writableBytes;
         q.state[slot] = IN_FLIGHT;
     }
 
     /**
      * Escape hatch for tests of a device's defences: adds {@code chain} (built by the caller, descriptors anywhere)
-     * for an acquired slot; its completion reports the slot's status byte ({@link #statusAddress}) and its used
-     * length is not bounded. No kick.
+     * for an acquired slot; its completion reports the slot's status byte ({@link #statusAddress}). No kick.
      */
     public void addChain(int queue, int slot, ScatterGather chain) {
         Queue q = q(queue);
         requireAcquired(q, slot);
         q.meta.set(ValueLayout.JAVA_BYTE, (long) slot * META_BYTES + META_STATUS, STATUS_UNWRITTEN);
         q.dq.add(chain, q.tokens[slot]);
-        q.writable[slot] = Long.MAX_VALUE;
         q.state[slot] = IN_FLIGHT;
     }
 
@@ -521,8 +524,8 @@ public final class BlkDriver implements AutoCloseable {
      * Reaps every completed request of {@code queue}, handing each to {@code sink}; its slot is free again once
      * the sink returns. Returns how many.
      *
-     * @throws BadCompletionException when the device wrote an invalid status or a used length past the request's
-     *         writable bytes (the slot is free again, and requests reaped before it were handed over)
+     * @throws BadCompletionException when the device wrote an invalid status, or none (the slot is free again, and
+     *         requests reaped before it were handed over)
      */
     public int complete(int queue, Completion sink) {
         Queue q = q(queue);
@@ -532,12 +535,7 @@ public final class BlkDriver implements AutoCloseable {
             int slot = (Integer) token;
             long used = q.dq.lastUsedLength();
             int status = Byte.toUnsignedInt(q.meta.get(ValueLayout.JAVA_BYTE, (long) slot * META_BYTES + META_STATUS));
-            long bound = q.writable[slot];
             q.state[slot] = FREE;
-            if (used > bound) {
-                q.free[q.freeCount++] = slot;
-                throw new BadCompletionException(queue, slot, "used length", used, "at most " + bound + " writable bytes");
-            }
             if (status != BlkLayout.S_OK && status != BlkLayout.S_IOERR && status != BlkLayout.S_UNSUPP) {
                 q.free[q.freeCount++] = slot;
                 throw new BadCompletionException(queue, slot, "status", status, "OK 0, IOERR 1 or UNSUPP 2"

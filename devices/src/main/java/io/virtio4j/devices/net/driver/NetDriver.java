@@ -185,7 +185,6 @@ public final class NetDriver implements AutoCloseable {
         }
 
         long requiredProtocolFeatures() {
-            // MQ for more than one pair is added by the session
             return (pairs > 1 ? bit(ProtocolFeatures.MQ) : 0) | (replyAck ? bit(ProtocolFeatures.REPLY_ACK) : 0);
         }
 

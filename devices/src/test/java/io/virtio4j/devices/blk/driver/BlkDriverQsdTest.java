@@ -55,14 +55,19 @@ class BlkDriverQsdTest {
 
     /** Starts qemu-storage-daemon exporting a fresh image of {@link #IMAGE_BYTES} with {@code queues} queues. */
     private Path qsd(int queues) throws IOException {
-        Assumptions.assumeTrue(Files.isExecutable(QSD), "qemu-storage-daemon is not installed");
         Path image = dir.resolve("disk.img");
         try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {
             f.setLength(IMAGE_BYTES);
         }
+        return qsd("driver=file,node-name=f0,filename=" + image, queues);
+    }
+
+    /** Starts qemu-storage-daemon exporting block device {@code blockdev} (node f0) with {@code queues} queues. */
+    private Path qsd(String blockdev, int queues) throws IOException {
+        Assumptions.assumeTrue(Files.isExecutable(QSD), "qemu-storage-daemon is not installed");
         Path socket = dir.resolve("blk.sock");
         Process p = new ProcessBuilder(QSD.toString(),
-                "--blockdev", "driver=file,node-name=f0,filename=" + image,
+                "--blockdev", blockdev,
                 "--export", "type=vhost-user-blk,id=e0,node-name=f0,addr.type=unix,addr.path=" + socket
                         + ",writable=on,num-queues=" + queues)
                 .redirectErrorStream(true).redirectOutput(dir.resolve("qsd.log").toFile()).start();
@@ -169,6 +174,24 @@ class BlkDriverQsdTest {
             }
         }
         return statuses;
+    }
+
+    /** The null block driver (reads zeroes, drops writes): capacity as configured, reads come back zero. */
+    @Test
+    void nullBlockdevReadsZeroes() throws Exception {
+        String blockdev = "driver=null-co,node-name=f0,size=" + IMAGE_BYTES + ",read-zeroes=on";
+        try (BlkDriver d = BlkDriver.connect(qsd(blockdev, 1), BlkDriver.Config.defaults(), PATIENCE)) {
+            assertEquals(IMAGE_BYTES, d.capacityBytes());
+            int w = d.acquire(0);
+            d.data(0, w).asSlice(0, 65536).fill((byte) 0x77);
+            d.write(0, w, 128, 65536);
+            assertEquals(BlkLayout.S_OK, d.run(0, w, Duration.ofSeconds(10)));
+            int r = d.acquire(0);
+            d.data(0, r).asSlice(0, 65536).fill((byte) 0x77);
+            d.read(0, r, 128, 65536);
+            assertEquals(BlkLayout.S_OK, d.run(0, r, Duration.ofSeconds(10)));
+            assertEquals(crc(MemorySegment.ofArray(new byte[65536]), 65536), crc(d.data(0, r), 65536), "zeroes");
+        }
     }
 
     @Test

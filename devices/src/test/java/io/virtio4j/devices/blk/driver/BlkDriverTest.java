@@ -2,7 +2,10 @@ package io.virtio4j.devices.blk.driver;
 
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.devices.blk.BlkLayout;
+import io.virtio4j.vhost.backend.BackendOptions;
 import io.virtio4j.vhost.backend.InProcessBackend;
+import io.virtio4j.vhost.backend.VhostUserBackendEndpoint;
+import io.virtio4j.vhost.backend.VhostUserSession;
 import io.virtio4j.vhost.frontend.FrontendSession;
 import io.virtio4j.vhost.frontend.NegotiationFailedException;
 import org.junit.jupiter.api.Test;
@@ -12,6 +15,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.SplittableRandom;
 import java.util.function.Consumer;
@@ -192,6 +197,78 @@ class BlkDriverTest {
             d.flush(0, all[0]);
             assertEquals(BlkLayout.S_OK, status(d, 0, all[0]));
         });
+    }
+
+    /**
+     * The back-end goes away with requests queued that it never saw; after {@link BlkDriver#reconnect} the next
+     * connection serves them (each ring resumes at its used index) and every slot completes once, data intact.
+     * Then the same through a listening driver, which the back-end connects to.
+     */
+    @ParameterizedTest
+    @CsvSource({"false", "true"})
+    void requestsQueuedWhileTheBackendIsAwayAreServedAfterReconnect(boolean listening) throws Exception {
+        RamBlkDevice device = new RamBlkDevice(1, DISK, 0, 8, false);
+        Path dir = Files.createTempDirectory("v4j-blk");
+        Path path = dir.resolve("blk.sock");
+        VhostUserBackendEndpoint endpoint = new VhostUserBackendEndpoint(
+                () -> new VhostUserSession(device, BackendOptions.defaults()));
+        Thread server = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                if (listening) {
+                    endpoint.connect(path);
+                } else {
+                    endpoint.listen(path);
+                }
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        BlkDriver.Config config = BlkDriver.Config.defaults().withDepth(8).withMaxRequestBytes(4096);
+        try (BlkDriver d = listening ? BlkDriver.listen(path, config, TIMEOUT) : BlkDriver.connect(path, config, TIMEOUT)) {
+            int slot = d.acquire(0);
+            d.data(0, slot).asSlice(0, 4096).fill((byte) 1);
+            d.write(0, slot, 0, 4096);
+            assertEquals(BlkLayout.S_OK, d.run(0, slot, TIMEOUT));
+            d.session().disconnect();
+            long deadline = System.nanoTime() + WAIT_NANOS;
+            while (device.serving()) { // the back-end stops the rings once it sees the connection closed
+                assertTrue(System.nanoTime() - deadline < 0, "the back-end did not stop its rings");
+                Thread.sleep(1);
+            }
+            long[] sums = new long[8];
+            for (int i = 0; i < 8; i++) {
+                int s = d.acquire(0);
+                assertEquals(i, s, "slots come in order from a full stack");
+                MemorySegment data = d.data(0, s);
+                data.asSlice(0, 4096).fill((byte) (i + 10));
+                sums[i] = crc(data, 0, 4096);
+                d.write(0, s, 8L * (i + 1), 4096);
+            }
+            d.kick(0); // nobody listens
+            d.reconnect(TIMEOUT);
+            int[] seen = new int[8];
+            int done = 0;
+            while (done < 8) {
+                int n = d.complete(0, (s, status, used) -> {
+                    assertEquals(BlkLayout.S_OK, status);
+                    seen[s]++;
+                });
+                done += n;
+                if (n == 0) {
+                    assertTrue(d.await(0, WAIT_NANOS), "completions after reconnect");
+                }
+            }
+            for (int i = 0; i < 8; i++) {
+                assertEquals(1, seen[i], "slot " + i + " completed once");
+                assertEquals(sums[i], crc(device.disk, 4096L * (i + 1), 4096), "range " + i + " on disk");
+            }
+        } finally {
+            endpoint.close();
+            server.join(TIMEOUT.toMillis());
+            device.close();
+            Files.deleteIfExists(path);
+            Files.deleteIfExists(dir);
+        }
     }
 
     @Test

@@ -97,6 +97,16 @@ final class RamBlkDevice implements VirtioDevice {
         t.start();
     }
 
+    /** Whether any queue is being served (a back-end that lost its front-end stops them all). */
+    synchronized boolean serving() {
+        for (Thread t : threads) {
+            if (t != null) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private synchronized boolean stopped(int index) {
         return stop[index];
     }
