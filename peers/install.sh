@@ -49,7 +49,8 @@ do_packages() {
   apt_update_once
   peers_log "installing ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-  if ! command -v dpdk-testpmd >/dev/null || ! command -v qemu-system-x86_64 >/dev/null || [ ! -x /bin/busybox ]; then
+  if ! command -v dpdk-testpmd >/dev/null || ! command -v qemu-system-x86_64 >/dev/null ||
+      ! command -v qemu-storage-daemon >/dev/null || [ ! -x /bin/busybox ]; then
     peers_die "install finished but a tool is missing"
   fi
 }

@@ -22,7 +22,7 @@ import java.util.concurrent.Callable;
 
 /** {@code virtio4j drive}: vhost-user front-ends, the guest's side played by this process. */
 @Command(name = "drive", mixinStandardHelpOptions = true, description = "Drive a vhost-user device as its front-end and guest.",
-        subcommands = {DriveCommand.Net.class})
+        subcommands = {DriveCommand.Net.class, DriveBlk.class})
 public final class DriveCommand {
 
     /**

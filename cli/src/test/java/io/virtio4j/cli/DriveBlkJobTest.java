@@ -1,0 +1,64 @@
+package io.virtio4j.cli;
+
+import io.virtio4j.devices.blk.driver.BlkDriver;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.io.PrintStream;
+import java.io.ByteArrayOutputStream;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A queue's load in {@code drive blk} allocates nothing once running, with and without --verify: a second run of the
+ * same job on the same thread is measured (the first one warms up and creates the per-slot buffer views). Against
+ * qemu-storage-daemon's null-co export (reads zeros), through {@code peers/qsd.sh}.
+ */
+class DriveBlkJobTest {
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest
+    @EnumSource(value = DriveBlk.Rw.class, names = {"RANDREAD", "RANDRW"})
+    void aRunningQueueAllocatesNothing(DriveBlk.Rw rw) throws Exception {
+        Path socket = dir.resolve("blk.sock");
+        Process qsd = new ProcessBuilder(List.of("bash", PeerRuns.script("qsd.sh").toString(), "--socket",
+                socket.toString(), "--size", "16M")).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("qsd.log").toFile()).start();
+        try (BlkDriver d = BlkDriver.connect(socket, BlkDriver.Config.defaults().withDepth(16).withMaxRequestBytes(4096),
+                Duration.ofSeconds(30))) {
+            boolean verify = rw == DriveBlk.Rw.RANDRW;
+            ByteArrayOutputStream errors = new ByteArrayOutputStream();
+            DriveBlk.Job job = new DriveBlk.Job(d, 0, d.depth(0), 4096, rw, 50, 0, d.capacityBytes() / 4096, verify, 7,
+                    true, 30_000_000_000L, new PrintStream(errors, true));
+            com.sun.management.ThreadMXBean tmx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            job.deadline = System.nanoTime() + 1_000_000_000L;
+            job.run();
+            long before = tmx.getCurrentThreadAllocatedBytes();
+            job.deadline = System.nanoTime() + 1_000_000_000L;
+            job.run();
+            long allocated = tmx.getCurrentThreadAllocatedBytes() - before;
+            assertEquals(null, job.failure);
+            assertEquals(0, job.ioErrors, errors.toString());
+            assertEquals(0, job.verifyErrors, errors.toString());
+            long requests = job.readsDone() + job.writesDone();
+            assertTrue(requests > 1000, requests + " requests");
+            assertEquals(0, d.inFlight(0), "drained");
+            // the second run's allocation over its requests: nothing per request (a few objects of the clock or the
+            // first await of a run would still be far below one byte per request)
+            assertTrue(allocated < requests / 2, allocated + " bytes allocated over " + requests + " requests");
+        } finally {
+            qsd.destroy();
+            if (!qsd.waitFor(10, TimeUnit.SECONDS)) {
+                qsd.destroyForcibly();
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+package io.virtio4j.cli;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/** Runs the peers/ scripts for the real-peer tests, with this build's command line as the back-end or front-end. */
+final class PeerRuns {
+    private PeerRuns() {
+    }
+
+    /** What a script printed (stdout and stderr together) and how it exited. */
+    record Outcome(int exit, String output) {
+    }
+
+    /** The repository's root (the tests run in the cli module's directory). */
+    static Path root() {
+        return Path.of("").toAbsolutePath().getParent();
+    }
+
+    /** The path of a script in peers/, checked to be there. */
+    static Path script(String name) {
+        Path p = root().resolve("peers").resolve(name);
+        assertTrue(Files.isExecutable(p), "missing " + p);
+        return p;
+    }
+
+    /** {@code virtio4j} as a command line: this JVM, this class path. */
+    static String cli() {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        return java + " --enable-native-access=ALL-UNNAMED -cp " + System.getProperty("java.class.path") + " "
+                + Main.class.getName();
+    }
+
+    /**
+     * Runs {@code argv} in the repository's root, stdin from /dev/null, output to a temporary file; fails the test when
+     * it does not end within {@code limit} or when the peers are not installed.
+     */
+    static Outcome run(Duration limit, List<String> argv) throws IOException, InterruptedException {
+        Path log = Files.createTempFile("virtio4j-peers", ".log");
+        try {
+            Process p = new ProcessBuilder(argv)
+                    .directory(root().toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(log.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                    .start();
+            if (!p.waitFor(limit.toMillis(), TimeUnit.MILLISECONDS)) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly();
+                fail(argv.get(1) + " did not finish within " + limit + "; log:\n" + Files.readString(log));
+            }
+            String out = Files.readString(log);
+            System.out.println(out);
+            if (out.contains(": command not found") || out.contains("run peers/install.sh")) {
+                fail("the real peers are not installed: run peers/install.sh as root (./virtio4j test does)\n" + out);
+            }
+            return new Outcome(p.exitValue(), out);
+        } finally {
+            Files.deleteIfExists(log);
+        }
+    }
+}

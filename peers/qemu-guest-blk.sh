@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Usage: peers/qemu-guest-blk.sh --backend-cmd TEMPLATE [options]
+#
+# A real Linux guest (the cached Debian cloud kernel + busybox initramfs of peers/install.sh, QEMU TCG) on a
+# vhost-user-blk-pci device backed by a vhost-user-blk back-end, and the bytes checked on both sides:
+#   1. the host writes pattern A (random) into a fresh image at --read-at before the guest boots; the guest
+#      reads it with O_DIRECT and prints its MD5 (the device's read path);
+#   2. the guest writes pattern B (random, carried in the initramfs) at --write-at with O_DIRECT and fsync,
+#      reads it back with O_DIRECT and compares (in the guest), flushes, powers off;
+#   3. the guest writes B at --discard-at too and discards it (`blkdiscard`: DISCARD, when the device offers it;
+#      busybox has no BLKZEROOUT): the request must succeed (what a discarded range reads back as is the
+#      conformance suite's business);
+#   4. the host compares the image's bytes at --write-at with B (the device's write path, to the file).
+# Prints on stdout:
+#   GUEST size=BYTES ro=0|1 packed=0|1 queues=N read_md5=ok|FAIL readback=ok|FAIL discard=ok|FAIL|n/a
+#         discard_max=BYTES write_zeroes_max=BYTES boot_s=S total_s=S features=BITS
+#   CHECK ok|FAIL size=.. read=.. readback=.. image=.. discard=.. packed=GOT/ASKED queues=GOT/EXPECTED
+# Exit status 0 when CHECK is ok.
+#
+# Options:
+#   --backend-cmd T   the back-end ({sock}: socket path, {img}: the image file, {cpu}: its CPU); it listens on
+#                     {sock} and stops on SIGTERM. E.g. './virtio4j serve blk --socket {sock} --file {img}' or
+#                     'peers/qsd.sh --socket {sock} --image {img}'
+#   --size SIZE       image size (default 64M)
+#   --bytes SIZE      size of each pattern (default 4M; a multiple of 64k)
+#   --read-at SIZE    byte offset of pattern A (default 1M; a multiple of 64k)
+#   --write-at SIZE   byte offset of pattern B (default 16M; a multiple of 64k)
+#   --discard-at SIZE where B is written again and discarded (default 32M)
+#   --packed          ask for a packed ring (vhost-user-blk-pci packed=on); CHECK requires it negotiated
+#   --queues N        num-queues of the device (default 1; the guest gets min(N, 2) vCPUs, and CHECK wants
+#                     as many hardware queues on /dev/vda)
+#   --backend-cpu N   (default 0)   --cpu N   CPU for QEMU (default 1)
+#   --timeout S       kill the guest after S seconds (default 120)
+#   --console FILE    keep the serial console log there (default: temporary)
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+to_bytes() { numfmt --from=iec "${1^^}" 2>/dev/null || peers_die "not a size: $1"; }
+
+backend_cmd='' size=64M bytes=4M read_at=1M write_at=16M discard_at=32M packed=0 queues=1 backend_cpu=0 cpu=1 timeout=120
+console=''
+while [ $# -gt 0 ]; do
+  case $1 in
+    --backend-cmd) backend_cmd=$2; shift 2 ;;
+    --size) size=$2; shift 2 ;;
+    --bytes) bytes=$2; shift 2 ;;
+    --read-at) read_at=$2; shift 2 ;;
+    --write-at) write_at=$2; shift 2 ;;
+    --discard-at) discard_at=$2; shift 2 ;;
+    --packed) packed=1; shift ;;
+    --queues) queues=$2; shift 2 ;;
+    --backend-cpu) backend_cpu=$2; shift 2 ;;
+    --cpu) cpu=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    --console) console=$2; shift 2 ;;
+    -h | --help) usage ;;
+    *) peers_log "unknown argument: $1"; usage ;;
+  esac
+done
+[ -n "$backend_cmd" ] || usage
+command -v qemu-system-x86_64 >/dev/null || peers_die "qemu-system-x86_64 not found: run peers/install.sh"
+kdir="$PEERS_CACHE/kernel/current"
+[ -e "$kdir/.complete" ] || peers_die "no guest kernel cached: run peers/install.sh kernel"
+size=$(to_bytes "$size") bytes=$(to_bytes "$bytes") read_at=$(to_bytes "$read_at") write_at=$(to_bytes "$write_at")
+discard_at=$(to_bytes "$discard_at")
+chunk=65536
+for v in bytes read_at write_at discard_at; do
+  [ $((${!v} % chunk)) = 0 ] || peers_die "--${v//_/-} must be a multiple of 64k"
+done
+for a in read_at write_at discard_at; do
+  [ $((${!a} + bytes)) -le "$size" ] || peers_die "--${a//_/-} + --bytes is past --size"
+  for b in read_at write_at discard_at; do
+    [ "$a" = "$b" ] || [ $((${!a} + bytes)) -le "${!b}" ] || [ $((${!b} + bytes)) -le "${!a}" ] ||
+      peers_die "--${a//_/-} and --${b//_/-} overlap"
+  done
+done
+
+t_start=$(peers_now)
+work=$(mktemp -d /tmp/v4j-guest-blk.XXXXXX)
+peers_on_exit_rm "$work"
+console=${console:-$work/console.log}
+: >"$console"
+img=$work/disk.img
+sock=$work/blk.sock
+truncate -s "$size" "$img"
+head -c "$bytes" /dev/urandom >"$work/a"
+head -c "$bytes" /dev/urandom >"$work/b"
+dd if="$work/a" of="$img" bs=$chunk seek=$((read_at / chunk)) conv=notrunc status=none
+
+# ------------------------------------------------------------------------------- the guest's /init
+cat >"$work/init" <<EOF
+#!/bin/busybox sh
+# generated by peers/qemu-guest-blk.sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+exec </dev/console >/dev/console 2>&1
+say() { echo "V4J: \$*"; }
+die() { say "FAIL \$*"; poweroff -f; }
+for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk; do
+  insmod /lib/modules/\$m.ko || die "insmod \$m"
+done
+i=0
+while [ ! -b /dev/vda ]; do i=\$((i + 1)); [ \$i -le 200 ] || die "no /dev/vda"; sleep 0.05; done
+say "disk up uptime=\$(cut -d' ' -f1 /proc/uptime)"
+echo "V4J-DISK size=\$(blockdev --getsize64 /dev/vda) ro=\$(blockdev --getro /dev/vda) queues=\$(ls /sys/block/vda/mq | wc -l) features=\$(cat /sys/block/vda/device/features)"
+echo "V4J-READ md5=\$(dd if=/dev/vda bs=$chunk skip=$((read_at / chunk)) count=$((bytes / chunk)) iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
+dd if=/pattern of=/dev/vda bs=$chunk seek=$((write_at / chunk)) oflag=direct conv=fsync,notrunc 2>/dev/null || die "dd write"
+dd if=/dev/vda of=/tmp/back bs=$chunk skip=$((write_at / chunk)) count=$((bytes / chunk)) iflag=direct 2>/dev/null || die "dd read back"
+if cmp -s /pattern /tmp/back; then echo "V4J-READBACK ok"; else echo "V4J-READBACK FAIL"; fi
+rm -f /tmp/back
+echo "V4J-LIMITS discard_max=\$(cat /sys/block/vda/queue/discard_max_bytes) write_zeroes_max=\$(cat /sys/block/vda/queue/write_zeroes_max_bytes)"
+dd if=/pattern of=/dev/vda bs=$chunk seek=$((discard_at / chunk)) oflag=direct conv=fsync,notrunc 2>/dev/null || die "dd write for discard"
+if [ "\$(cat /sys/block/vda/queue/discard_max_bytes)" -gt 0 ]; then
+  if blkdiscard -o $discard_at -l $bytes /dev/vda; then echo "V4J-DISCARD ok"; else echo "V4J-DISCARD FAIL"; fi
+else
+  echo "V4J-DISCARD n/a"
+fi
+sync
+blockdev --flushbufs /dev/vda
+say "done uptime=\$(cut -d' ' -f1 /proc/uptime)"
+poweroff -f
+EOF
+"$PEERS_DIR/install.sh" initramfs "$work/init" "$work/initramfs.cpio"
+# pattern B rides in a second archive: the kernel unpacks concatenated newc archives in turn
+mkdir "$work/extra"
+cp "$work/b" "$work/extra/pattern"
+(cd "$work/extra" && echo pattern | /bin/busybox cpio -o -H newc 2>/dev/null) >>"$work/initramfs.cpio"
+
+# ------------------------------------------------------------------------------------- the backend
+peers_backend_start "${backend_cmd//\{img\}/$img}" "$sock" "$backend_cpu" "$work/backend"
+
+# ----------------------------------------------------------------------------------------- QEMU
+smp=$((queues < 2 ? 1 : 2))
+device="vhost-user-blk-pci,chardev=c1,num-queues=$queues"
+[ "$packed" = 1 ] && device+=",packed=on"
+qemu=(qemu-system-x86_64 -machine pc,accel=tcg -smp "$smp" -m 256M
+  -object memory-backend-memfd,id=mem,size=256M,share=on -numa node,memdev=mem
+  -kernel "$kdir/vmlinuz" -initrd "$work/initramfs.cpio"
+  -append "console=ttyS0 ipv6.disable=1 panic=-1 mitigations=off quiet loglevel=1"
+  -nodefaults -no-user-config -display none -monitor none -serial "file:$console" -no-reboot
+  -chardev "socket,id=c1,path=$sock" -device "$device")
+[ -n "$cpu" ] && qemu=(taskset -c "$cpu" "${qemu[@]}")
+PEERS_LOG=$work/qemu.log peers_spawn "${qemu[@]}"
+qpid=$PEERS_LAST_PID
+peers_log "qemu pid $qpid: ${qemu[*]}"
+if ! peers_wait_gone "$qpid" "$timeout"; then
+  peers_log "guest did not power off within ${timeout}s; console tail:"
+  tail -n 30 "$console" >&2
+  exit 1
+fi
+qrc=0
+wait "$qpid" || qrc=$?
+peers_backend_stop >/dev/null
+if [ "$qrc" != 0 ]; then
+  cat "$work/qemu.log" >&2
+  peers_log "qemu exited with status $qrc"
+fi
+
+# ------------------------------------------------------------------------------------- the result
+if grep -q '^V4J: FAIL' "$console" || ! grep -q '^V4J: done' "$console"; then
+  peers_log "guest failed; console tail:"
+  tail -n 40 "$console" >&2
+  exit 1
+fi
+features=$(sed -n 's/^V4J-DISK .*features=\([01]*\).*/\1/p' "$console")
+bit() { [ "${features:$1:1}" = 1 ] && echo 1 || echo 0; }   # sysfs lists feature bit 0 first
+disk=$(grep '^V4J-DISK' "$console" | tail -n 1)
+gsize=$(peers_field size "$disk")
+read_ok=FAIL readback=FAIL image=FAIL
+[ "$(sed -n 's/^V4J-READ md5=\([0-9a-f]*\).*/\1/p' "$console")" = "$(md5sum <"$work/a" | cut -d' ' -f1)" ] && read_ok=ok
+grep -q '^V4J-READBACK ok' "$console" && readback=ok
+cmp -s -n "$bytes" -i "0:$write_at" "$work/b" "$img" && image=ok
+discard=$(sed -n 's/^V4J-DISCARD \([a-zA-Z/]*\).*/\1/p' "$console")
+limits=$(grep '^V4J-LIMITS' "$console" | tail -n 1)
+boot=$(sed -n 's/^V4J: disk up uptime=\([0-9.]*\).*/\1/p' "$console")
+echo "GUEST size=$gsize ro=$(peers_field ro "$disk") packed=$(bit 34) queues=$(peers_field queues "$disk") read_md5=$read_ok readback=$readback discard=${discard:-?} discard_max=$(peers_field discard_max "$limits") write_zeroes_max=$(peers_field write_zeroes_max "$limits") boot_s=${boot:-?} total_s=$(peers_elapsed "$t_start") features=$features"
+verdict=ok
+[ "$gsize" = "$size" ] || verdict=FAIL
+[ "$read_ok" = ok ] && [ "$readback" = ok ] && [ "$image" = ok ] || verdict=FAIL
+[ "$discard" = ok ] || [ "$discard" = n/a ] || verdict=FAIL
+[ "$packed" = 0 ] || [ "$(bit 34)" = 1 ] || verdict=FAIL
+[ "$qrc" = 0 ] || verdict=FAIL
+# the guest makes one hardware queue per device queue, at most one per vCPU
+gq=$(peers_field queues "$disk")
+[ "$gq" = "$smp" ] || verdict=FAIL
+echo "CHECK $verdict size=$gsize/$size read=$read_ok readback=$readback image=$image discard=${discard:-?} packed=$(bit 34)/$packed queues=$gq/$smp"
+[ "$verdict" = ok ] || exit 1
