@@ -67,11 +67,11 @@ final class ServeBlkCommand implements Callable<Integer> {
     int[] cpus = new int[0];
     @Option(names = "--weight", description = "requests taken per queue per round (default ${DEFAULT-VALUE})")
     int weight = 64;
-    @Option(names = "--notify", paramLabel = "MODE", description = "poll | notify | hybrid: how queue threads wait (default notify)",
+    @Option(names = "--notify", paramLabel = "MODE", description = "poll | notify | hybrid: how queue threads wait (default hybrid: spin --hybrid-spin-ns for the next request, then sleep on the kick)",
             converter = Converters.ModeConverter.class)
-    NotificationMode notification = NotificationMode.NOTIFY;
+    NotificationMode notification = NotificationMode.HYBRID;
     @Option(names = "--hybrid-spin-ns", description = "hybrid: spin this long before sleeping (default ${DEFAULT-VALUE})")
-    long hybridSpinNanos = 50_000;
+    long hybridSpinNanos = BlkDevice.Options.DEFAULT_HYBRID_SPIN_NANOS;
     @Option(names = "--stats-period", paramLabel = "S", description = "print per-queue statistics every S seconds (0: only at exit)")
     int statsPeriod = 0;
 
