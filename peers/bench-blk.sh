@@ -134,7 +134,7 @@ if [ "$files" = 1 ]; then
   # an engine this build or kernel lacks (io_uring) makes the back-end exit at start: say so and skip it
   if ! (cmd=${backend_d//\{queues\}/$queues}; peers_backend_start "${cmd//\{img\}/$img}" "$work/probe.sock" "$backend_cpu" \
       "$work/probe" && peers_backend_stop >/dev/null) 2>/dev/null; then
-    peers_log "WARNING: back-end D did not start (log: $(tail -n 1 "$work/probe.err" 2>/dev/null)); the file pair runs C only"
+    peers_log "WARNING: back-end D did not start ($(head -n 1 "$work/probe.err" 2>/dev/null)); the file pair runs C only"
     backend_d=''
   fi
 fi
