@@ -97,7 +97,8 @@ final class DriveBlk implements Callable<Integer> {
     boolean verify;
     @Option(names = "--json", paramLabel = "FILE", description = "also write the results to FILE as JSON")
     Path json;
-    @Option(names = "--connect-timeout", paramLabel = "S", description = "wait this long for the socket (default ${DEFAULT-VALUE})")
+    @Option(names = "--connect-timeout", paramLabel = "S", description = "wait this long for the socket, and for each of the back-end's "
+            + "replies (default ${DEFAULT-VALUE})")
     int connectTimeout = 30;
     @Option(names = "--stall-timeout", paramLabel = "S", description = "fail when requests are in flight and none "
             + "completes for S seconds (default ${DEFAULT-VALUE})")
@@ -143,6 +144,10 @@ final class DriveBlk implements Callable<Integer> {
         }
         if (iodepth > queueSize) {
             throw bad("--iodepth: " + iodepth + " is more than --queue-size " + queueSize + " entries");
+        }
+        if (connectTimeout < 1) {
+            // the session's patience bounds every reply too: a wait of 0 would refuse the first answer
+            throw bad("--connect-timeout: " + connectTimeout + " is not a positive number of seconds");
         }
         if (runtime != null && !(runtime > 0 && runtime <= 1e6)) {
             throw bad("--runtime: " + runtime + " is not in (0, 1000000] seconds");

@@ -49,6 +49,7 @@ class DriveBlkTest {
             "--queue-size|250|--queue-size: 250 is not a valid split queue size",
             "--runtime|0|--runtime: 0.0 is not in (0, 1000000] seconds",
             "--stall-timeout|0|--stall-timeout: 0.0 is not in (0, 1000000] seconds",
+            "--connect-timeout|0|--connect-timeout: 0 is not a positive number of seconds",
             "--size|6k|--size: 6144 is not a multiple of --bs 4096"})
     void aBadValueIsReportedByItsFlagBeforeAnythingConnects(String flag, String value, String message) {
         // the socket does not exist: a check that came after connecting would report that instead
@@ -62,7 +63,7 @@ class DriveBlkTest {
     @CsvSource(delimiter = '|', value = {"packed|100|100", "split|16|8"})
     void anyValidRingAndDepthReachTheSocket(String ring, String queueSize, String depth) {
         String[] r = execute("drive", "blk", "--socket", "/nonexistent/blk.sock", "--ring", ring, "--queue-size", queueSize,
-                "--iodepth", depth, "--connect-timeout", "0");
+                "--iodepth", depth, "--connect-timeout", "1");
         assertTrue(r[1].contains("/nonexistent/blk.sock") && r[1].contains("ENOENT"), r[1]);
     }
 
