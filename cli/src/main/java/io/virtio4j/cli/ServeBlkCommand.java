@@ -8,8 +8,6 @@ import io.virtio4j.devices.blk.InvalidBlkOptionException;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
 import io.virtio4j.vhost.backend.BackendOptions;
-import io.virtio4j.vhost.backend.VhostUserBackendEndpoint;
-import io.virtio4j.vhost.backend.VhostUserSession;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -17,12 +15,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 
 /** {@code virtio4j serve blk}: a virtio-blk vhost-user back-end over a file, a block device or nothing. */
 @Command(name = "blk", mixinStandardHelpOptions = true, sortOptions = false,
@@ -31,13 +25,6 @@ import java.util.concurrent.TimeUnit;
 final class ServeBlkCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
-
-    static final class Endpoint {
-        @Option(names = "--socket", paramLabel = "PATH", description = "listen on PATH (server, the default role)")
-        Path socket;
-        @Option(names = "--connect", paramLabel = "PATH", description = "connect to a front-end listening on PATH; reconnect when it goes")
-        Path connect;
-    }
 
     static final class Backing {
         @Option(names = "--file", paramLabel = "PATH", description = "serve this file or block device (it must exist)")
@@ -48,7 +35,7 @@ final class ServeBlkCommand implements Callable<Integer> {
     }
 
     @ArgGroup(multiplicity = "1")
-    Endpoint endpoint;
+    Serving.Endpoint endpoint;
     @ArgGroup(multiplicity = "1")
     Backing backing;
     @Option(names = "--read-only", description = "offer the device read-only (RO): writes fail with IOERR")
@@ -97,34 +84,18 @@ final class ServeBlkCommand implements Callable<Integer> {
                 throw new ParameterException(spec.commandLine(), flag(e.option()) + ": " + e.getMessage());
             }
         }
-        BackendOptions bopt = new BackendOptions(Ordering.WEAK, true, 32);
-        VhostUserBackendEndpoint backend = new VhostUserBackendEndpoint(() -> new VhostUserSession(device, bopt));
-        ScheduledExecutorService printer = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "virtio4j-stats");
-            t.setDaemon(true);
-            return t;
-        });
-        if (statsPeriod > 0) {
-            printer.scheduleAtFixedRate(() -> print(device, "stats"), statsPeriod, statsPeriod, TimeUnit.SECONDS);
-        }
-        // SIGINT and SIGTERM run this: stop accepting, stop the queue threads (each waits for its operations in
-        // flight), then print the summary and close the store.
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            backend.close();
+        // On SIGINT and SIGTERM, once the back-end stops accepting: stop the queue threads (each waits for its
+        // operations in flight), then print the summary and close the store.
+        Runnable shutdown = () -> {
             device.close();
             print(device, "final");
             store.close();
-            System.out.flush();
-        }, "virtio4j-shutdown"));
-        System.out.printf(Locale.ROOT, "virtio4j serve blk: %s, %d bytes, block %d, %d queue(s), io %s, depth %d%s%n",
+        };
+        String banner = String.format(Locale.ROOT, "virtio4j serve blk: %s, %d bytes, block %d, %d queue(s), io %s, depth %d%s",
                 store, store.size(), store.blockSize(), queues, options.engine().label(), depth,
                 readOnly ? ", read-only" : "");
-        System.out.flush();
-        if (endpoint.socket != null) {
-            backend.listen(endpoint.socket);
-        } else {
-            backend.connect(endpoint.connect);
-        }
+        Serving.serve(endpoint, device, new BackendOptions(Ordering.WEAK, true, 32), statsPeriod,
+                () -> print(device, "stats"), shutdown, banner);
         return 0;
     }
 

@@ -8,8 +8,6 @@ import io.virtio4j.devices.net.NetMode;
 import io.virtio4j.devices.net.NetStats;
 import io.virtio4j.devices.net.TapPolling;
 import io.virtio4j.vhost.backend.BackendOptions;
-import io.virtio4j.vhost.backend.VhostUserBackendEndpoint;
-import io.virtio4j.vhost.backend.VhostUserSession;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -17,13 +15,9 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-import java.nio.file.Path;
 import java.util.HexFormat;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 
 /** {@code virtio4j serve}: vhost-user back-ends. */
 @Command(name = "serve", mixinStandardHelpOptions = true, description = "Serve a virtio device over vhost-user.",
@@ -37,15 +31,8 @@ public final class ServeCommand {
     static final class Net implements Callable<Integer> {
         @Spec
         CommandSpec spec;
-        static final class Endpoint {
-            @Option(names = "--socket", paramLabel = "PATH", description = "listen on PATH (server, the default role)")
-            Path socket;
-            @Option(names = "--connect", paramLabel = "PATH", description = "connect to a front-end listening on PATH; reconnect when it goes")
-            Path connect;
-        }
-
         @ArgGroup(multiplicity = "1")
-        Endpoint endpoint;
+        Serving.Endpoint endpoint;
         @Option(names = "--queues", description = "queue pairs (default ${DEFAULT-VALUE})")
         int queues = 1;
         @Option(names = "--mode", paramLabel = "MODE", description = "rxonly | macswap | loopback | tap:NAME (bridge to "
@@ -101,34 +88,18 @@ public final class ServeCommand {
             }
             // Tap mode opens (or creates) the tap now, so the interface exists while the back-end waits for a guest.
             NetDevice device = new NetDevice(options);
-            BackendOptions bopt = new BackendOptions(barriers, cachedAvail, 32);
-            VhostUserBackendEndpoint backend = new VhostUserBackendEndpoint(() -> new VhostUserSession(device, bopt));
-            ScheduledExecutorService printer = Executors.newSingleThreadScheduledExecutor(r -> {
-                Thread t = new Thread(r, "virtio4j-stats");
-                t.setDaemon(true);
-                return t;
-            });
-            if (statsPeriod > 0) {
-                printer.scheduleAtFixedRate(() -> print(device, "stats"), statsPeriod, statsPeriod, TimeUnit.SECONDS);
-            }
-            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                backend.close();
-                print(device, "final");
-                device.close();
-                System.out.flush();
-            }, "virtio4j-shutdown"));
             String how = tapMode
                     ? "tap " + device.tapName() + ", " + polling.describe() + ", weight " + weight + ", notify"
                     : notification.describe();
-            System.out.printf(Locale.ROOT, "virtio4j serve net: %d queue pair(s), mode %s, %s, barriers %s, cached-avail %s%n",
+            String banner = String.format(Locale.ROOT, "virtio4j serve net: %d queue pair(s), mode %s, %s, barriers %s, cached-avail %s",
                     queues, tapMode ? "tap" : mode.trim().toLowerCase(Locale.ROOT), how,
                     barriers.name().toLowerCase(Locale.ROOT), cachedAvail ? "on" : "off");
-            System.out.flush();
-            if (endpoint.socket != null) {
-                backend.listen(endpoint.socket);
-            } else {
-                backend.connect(endpoint.connect);
-            }
+            Runnable shutdown = () -> {
+                print(device, "final");
+                device.close();
+            };
+            Serving.serve(endpoint, device, new BackendOptions(barriers, cachedAvail, 32), statsPeriod,
+                    () -> print(device, "stats"), shutdown, banner);
             return 0;
         }
 

@@ -6,24 +6,13 @@ import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
 import picocli.CommandLine.TypeConversionException;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
-
+import static io.virtio4j.cli.CliRun.execute;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code drive blk}'s options: fio's sizes, and one-line errors naming the flag and the value. */
 class DriveBlkTest {
-
-    private static String[] execute(String... args) {
-        StringWriter err = new StringWriter();
-        CommandLine cl = new CommandLine(new Main());
-        cl.setErr(new PrintWriter(err, true));
-        cl.setOut(new PrintWriter(new StringWriter(), true));
-        int code = cl.execute(args);
-        return new String[] {Integer.toString(code), err.toString()};
-    }
 
     @ParameterizedTest
     @CsvSource({"4096,4096", "4k,4096", "4K,4096", "128k,131072", "1m,1048576", "2g,2147483648", "1t,1099511627776",

@@ -5,27 +5,17 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import static io.virtio4j.cli.CliRun.execute;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code drive net}'s options: one-line errors naming the flag and the value, and a help with an example. */
 class DriveCommandTest {
-
-    private static String[] execute(String... args) {
-        StringWriter err = new StringWriter();
-        CommandLine cl = new CommandLine(new Main());
-        cl.setErr(new PrintWriter(err, true));
-        cl.setOut(new PrintWriter(new StringWriter(), true));
-        int code = cl.execute(args);
-        return new String[] {Integer.toString(code), err.toString()};
-    }
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {

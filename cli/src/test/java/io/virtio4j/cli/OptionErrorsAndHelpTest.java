@@ -5,14 +5,13 @@ import io.virtio4j.core.layout.RingFormat;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import static io.virtio4j.cli.CliRun.execute;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -20,16 +19,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The command line reports the library's option errors by its own flags, and its help renders cleanly. */
 class OptionErrorsAndHelpTest {
-
-    /** Runs {@code args} (the library's validation fails before any benchmark starts); returns exit code and stderr. */
-    private static String[] execute(String... args) {
-        StringWriter err = new StringWriter();
-        CommandLine cl = new CommandLine(new Main());
-        cl.setErr(new PrintWriter(err, true));
-        cl.setOut(new PrintWriter(new StringWriter(), true));
-        int code = cl.execute(args);
-        return new String[] {Integer.toString(code), err.toString()};
-    }
 
     @Test
     void aBenchOptionOutOfRangeIsReportedByItsFlag() {

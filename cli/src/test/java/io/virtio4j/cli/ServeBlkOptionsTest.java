@@ -2,11 +2,8 @@ package io.virtio4j.cli;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 import picocli.CommandLine.TypeConversionException;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -18,19 +15,16 @@ class ServeBlkOptionsTest {
     @TempDir
     Path dir;
 
+    /** Runs {@code serve blk --socket DIR/never.sock args}; returns the exit code and the first line of stderr. */
     private String[] execute(String... args) {
-        StringWriter err = new StringWriter();
-        CommandLine cl = new CommandLine(new Main());
-        cl.setErr(new PrintWriter(err, true));
-        cl.setOut(new PrintWriter(new StringWriter(), true));
         String[] all = new String[args.length + 4];
         all[0] = "serve";
         all[1] = "blk";
         all[2] = "--socket";
         all[3] = dir.resolve("never.sock").toString();
         System.arraycopy(args, 0, all, 4, args.length);
-        int code = cl.execute(all);
-        return new String[] {Integer.toString(code), err.toString().lines().findFirst().orElse("")};
+        String[] r = CliRun.execute(all);
+        return new String[] {r[0], r[1].lines().findFirst().orElse("")};
     }
 
     private void assertRefusedBy(String flag, String... args) {

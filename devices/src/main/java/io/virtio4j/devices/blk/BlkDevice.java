@@ -4,7 +4,7 @@ import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
-import io.virtio4j.devices.worker.LingeringRunners;
+import io.virtio4j.devices.worker.DeviceRunners;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.vhost.backend.ConfigWriteRefusedException;
 import io.virtio4j.vhost.backend.QueueContext;
@@ -101,20 +101,16 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
     private final Options options;
     private final WriteCache cache = new WriteCache();
     private final byte[] id;
-    private final QueueRunner[] runners;
-    /** Runners closed whose threads had not ended: the guest memory they may touch stays mapped until they do. */
-    private final LingeringRunners lingering = new LingeringRunners();
-    private final BlkWorker[] workers;
-    private final BlkStats[] retired;
+    /** One runner per request queue. */
+    private final DeviceRunners<BlkWorker, BlkStats> runners;
     private volatile long negotiated;
 
     public BlkDevice(BlockStore store, Options options) {
         this.store = store;
         this.options = options;
         this.id = options.id().getBytes(StandardCharsets.US_ASCII);
-        this.runners = new QueueRunner[options.queues()];
-        this.workers = new BlkWorker[options.queues()];
-        this.retired = new BlkStats[options.queues()];
+        this.runners = new DeviceRunners<>("virtio4j-blk-q", options.queues(), options.cpus(),
+                options.hybridSpinNanos(), this::newWorker, BlkWorker::stats, BlkStats::new, BlkStats::plus);
     }
 
     @Override
@@ -207,29 +203,18 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
     }
 
     @Override
-    public synchronized void startQueue(int index, QueueContext queue) {
-        runner(index).attach(queue, options.notification());
+    public void startQueue(int index, QueueContext queue) {
+        runners.attach(index, queue, options.notification());
     }
 
     @Override
-    public synchronized void stopQueue(int index) {
-        QueueRunner r = index >= 0 && index < runners.length ? runners[index] : null;
-        if (r != null) {
-            r.detach(index);
-        }
+    public void stopQueue(int index) {
+        runners.detach(index, index);
     }
 
     @Override
-    public synchronized void reset() {
-        for (int i = 0; i < runners.length; i++) {
-            if (runners[i] != null) {
-                runners[i].close();
-                lingering.add(runners[i]); // kept if its thread did not end: see retire
-                retired[i] = workers[i].stats().plus(retired[i]);
-                runners[i] = null;
-                workers[i] = null;
-            }
-        }
+    public void reset() {
+        runners.reset();
     }
 
     /**
@@ -245,38 +230,26 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
     /** Unmaps once every queue thread that did not stop has ended (never, if one never does). */
     @Override
     public void retire(Runnable unmap) {
-        lingering.retire(unmap);
+        runners.retire(unmap);
     }
 
-    private QueueRunner runner(int queue) {
-        if (runners[queue] == null) {
-            int[] cpus = options.cpus();
-            int cpu = cpus.length == 0 ? -1 : cpus[queue % cpus.length];
-            workers[queue] = new BlkWorker(queue, store, options.engine(), options.depth(), options.weight(), cache, id);
-            runners[queue] = new QueueRunner("virtio4j-blk-q" + queue, cpu, options.hybridSpinNanos(), workers[queue]);
-        }
-        return runners[queue];
+    private BlkWorker newWorker(int queue) {
+        return new BlkWorker(queue, store, options.engine(), options.depth(), options.weight(), cache, id);
     }
 
     /** Statistics of request queue {@code queue} over the device's life, across connections. */
-    public synchronized BlkStats stats(int queue) {
-        BlkWorker w = workers[queue];
-        return new BlkStats().plus(retired[queue]).plus(w == null ? null : w.stats());
+    public BlkStats stats(int queue) {
+        return runners.stats(queue);
     }
 
     /** Every queue's statistics added up. */
-    public synchronized BlkStats totals() {
-        BlkStats s = new BlkStats();
-        for (int i = 0; i < runners.length; i++) {
-            s = s.plus(stats(i));
-        }
-        return s;
+    public BlkStats totals() {
+        return runners.totals();
     }
 
     /** The id of the thread serving queue {@code queue} now, or -1 while it is not started. */
-    public synchronized long workerThreadId(int queue) {
-        QueueRunner r = runners[queue];
-        return r == null ? -1 : r.threadId();
+    public long workerThreadId(int queue) {
+        return runners.threadId(queue);
     }
 
     public int queues() {
@@ -289,7 +262,7 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
 
     /** Stops the queue threads; the store stays open (the caller's). */
     @Override
-    public synchronized void close() {
+    public void close() {
         reset();
     }
 }

@@ -2,7 +2,7 @@ package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.feature.VirtioFeatures;
-import io.virtio4j.devices.worker.LingeringRunners;
+import io.virtio4j.devices.worker.DeviceRunners;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.os.FramePort;
 import io.virtio4j.os.TunTap;
@@ -103,11 +103,8 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
     }
 
     private final Options options;
-    private final QueueRunner[] runners;
-    /** Runners closed whose threads had not ended: the guest memory they may touch stays mapped until they do. */
-    private final LingeringRunners lingering = new LingeringRunners();
-    private final PairWork[] works;
-    private final NetStats[] retired;
+    /** One runner per queue pair. */
+    private final DeviceRunners<PairWork, NetStats> runners;
     /** Tap mode: one port per queue pair. */
     private final FramePort[] ports;
     private final boolean ownsPorts;
@@ -132,11 +129,10 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
 
     private NetDevice(Options options, FramePort[] ports, boolean ownsPorts) {
         this.options = options;
-        this.runners = new QueueRunner[options.pairs()];
-        this.works = new PairWork[options.pairs()];
-        this.retired = new NetStats[options.pairs()];
         this.ports = ports;
         this.ownsPorts = ownsPorts;
+        this.runners = new DeviceRunners<>("virtio4j-net-pair", options.pairs(), options.cpus(),
+                options.hybridSpinNanos(), this::newWork, PairWork::stats, NetStats::new, NetStats::plus);
     }
 
     private static FramePort[] openTaps(String tap, int pairs) {
@@ -224,77 +220,54 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
      * @throws NotificationModeRejectedException in tap mode, when the front-end asked to be polled (NOFD kick)
      */
     @Override
-    public synchronized void startQueue(int index, QueueContext queue) throws NotificationModeRejectedException {
+    public void startQueue(int index, QueueContext queue) throws NotificationModeRejectedException {
         if (options.mode() instanceof NetMode.Tap && queue.kick() == null) {
             throw new NotificationModeRejectedException(index, NotificationMode.POLL,
                     "the front-end gave no kick eventfd (NOFD), and tap mode sleeps on the tap and on kicks");
         }
-        runner(index / 2).attach(queue, options.notification(index));
+        runners.attach(index / 2, queue, options.notification(index));
     }
 
     @Override
-    public synchronized void stopQueue(int index) {
-        QueueRunner r = runners[index / 2];
-        if (r != null) {
-            r.detach(index);
-        }
+    public void stopQueue(int index) {
+        runners.detach(index / 2, index);
     }
 
     @Override
-    public synchronized void reset() {
-        for (int i = 0; i < runners.length; i++) {
-            if (runners[i] != null) {
-                runners[i].close();
-                lingering.add(runners[i]); // kept if its thread did not end: see retire
-                retired[i] = sum(retired[i], works[i].stats());
-                runners[i] = null;
-                works[i] = null;
-            }
-        }
+    public void reset() {
+        runners.reset();
     }
 
     /** Unmaps once every queue thread that did not stop has ended (never, if one never does). */
     @Override
     public void retire(Runnable unmap) {
-        lingering.retire(unmap);
+        runners.retire(unmap);
     }
 
-    private QueueRunner runner(int pair) {
-        if (runners[pair] == null) {
-            int[] cpus = options.cpus();
-            int cpu = cpus.length == 0 ? -1 : cpus[pair % cpus.length];
-            // Per-ring rules (merged receive buffers) come with each attached ring's features, not from here:
-            // the runner outlives a renegotiation while the rings are stopped.
-            works[pair] = switch (options.mode()) {
-                case NetMode.Tap t -> new TapBridgeWorker(pair, ports[pair], t.polling(), options.weight());
-                case NetMode.Reflect r -> new ReflectorWorker(pair, r.reflection(), options.weight());
-            };
-            runners[pair] = new QueueRunner("virtio4j-net-pair" + pair, cpu, options.hybridSpinNanos(), works[pair]);
-        }
-        return runners[pair];
+    private PairWork newWork(int pair) {
+        // Per-ring rules (merged receive buffers) come with each attached ring's features, not from here:
+        // the runner outlives a renegotiation while the rings are stopped.
+        return switch (options.mode()) {
+            case NetMode.Tap t -> new TapBridgeWorker(pair, ports[pair], t.polling(), options.weight());
+            case NetMode.Reflect r -> new ReflectorWorker(pair, r.reflection(), options.weight());
+        };
     }
 
     /**
      * The id of the thread serving queue pair {@code pair} now (for ThreadMXBean CPU time and allocation), or -1
      * while no front-end has started its queues.
      */
-    public synchronized long workerThreadId(int pair) {
-        QueueRunner r = runners[pair];
-        return r == null ? -1 : r.threadId();
+    public long workerThreadId(int pair) {
+        return runners.threadId(pair);
     }
 
     /** Statistics of queue pair {@code pair} over the device's life, across connections. */
-    public synchronized NetStats stats(int pair) {
-        PairWork w = works[pair];
-        return sum(retired[pair], w == null ? null : w.stats());
+    public NetStats stats(int pair) {
+        return runners.stats(pair);
     }
 
     public int pairs() {
         return options.pairs();
-    }
-
-    private static NetStats sum(NetStats a, NetStats b) {
-        return new NetStats().plus(a).plus(b);
     }
 
     /** Stops the workers and, in tap mode, closes the taps this device opened. */

@@ -16,9 +16,9 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.Random;
-import java.util.zip.CRC32;
 
+import static io.virtio4j.testkit.Bytes.random;
+import static io.virtio4j.testkit.Bytes.crc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -94,17 +94,5 @@ class BlkAllocationTest {
                         "the file holds write " + i);
             }
         }
-    }
-
-    private static byte[] random(int n, long seed) {
-        byte[] b = new byte[n];
-        new Random(seed).nextBytes(b);
-        return b;
-    }
-
-    private static long crc(byte[] b) {
-        CRC32 c = new CRC32();
-        c.update(b);
-        return c.getValue();
     }
 }

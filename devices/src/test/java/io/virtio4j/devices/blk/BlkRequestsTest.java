@@ -25,9 +25,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Map;
-import java.util.Random;
-import java.util.zip.CRC32;
 
+import static io.virtio4j.testkit.Bytes.random;
+import static io.virtio4j.testkit.Bytes.crc;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -90,18 +90,6 @@ class BlkRequestsTest {
 
     private BlkRig rig() throws IOException {
         return rig(RingFormat.SPLIT, false, 512, BlkRig.WRITEBACK_FEATURES);
-    }
-
-    private static byte[] random(int n, long seed) {
-        byte[] b = new byte[n];
-        new Random(seed).nextBytes(b);
-        return b;
-    }
-
-    private static long crc(byte[] b) {
-        CRC32 c = new CRC32();
-        c.update(b);
-        return c.getValue();
     }
 
     private byte[] fileBytes(long offset, int n) throws IOException {

@@ -2,8 +2,8 @@ package io.virtio4j.devices.net;
 
 import io.virtio4j.devices.net.driver.NetDriver;
 
-import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.worker.KickSwitch;
+import io.virtio4j.devices.worker.OneRunner;
 import io.virtio4j.devices.worker.QueueAbandonedException;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.devices.worker.QueueWorker;
@@ -71,34 +71,26 @@ class DeadWorkerTest {
     /** One queue pair that looks like a net device to the guest, served by one runner of {@link ExplodingWork}. */
     private static final class ExplodingDevice extends OnePairNetLookalike {
         private final AtomicReferenceArray<QueueContext> started = new AtomicReferenceArray<>(2);
-        private QueueRunner runner;
+        private final OneRunner runner = new OneRunner("exploding-pair0", ExplodingWork::new);
 
         @Override
-        public synchronized void startQueue(int index, QueueContext queue) {
+        public void startQueue(int index, QueueContext queue) {
             started.set(index, queue);
-            if (runner == null) {
-                runner = new QueueRunner("exploding-pair0", -1, 0, new ExplodingWork());
-            }
-            runner.attach(queue, NotificationMode.NOTIFY);
+            runner.attach(queue);
         }
 
         @Override
-        public synchronized void stopQueue(int index) {
-            if (runner != null) {
-                runner.detach(index);
-            }
+        public void stopQueue(int index) {
+            runner.detach(index);
         }
 
         @Override
-        public synchronized void reset() {
-            if (runner != null) {
-                runner.close();
-                runner = null;
-            }
+        public void reset() {
+            runner.close();
         }
 
-        synchronized Throwable failure() {
-            return runner == null ? null : runner.failure();
+        Throwable failure() {
+            return runner.failure();
         }
     }
 

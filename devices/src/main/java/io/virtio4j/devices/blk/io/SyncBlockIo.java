@@ -1,55 +1,28 @@
 package io.virtio4j.devices.blk.io;
 
 import io.virtio4j.os.BlockFile;
-import io.virtio4j.os.EventFd;
 import io.virtio4j.os.IoVecs;
 
 /**
  * The synchronous engine: {@link #submit()} performs every queued operation on the calling thread, in order, with
- * preadv/pwritev straight on the guest's memory (looping on short transfers), fdatasync and fallocate. Many
- * operations may be queued per pass, so a queue thread still batches its used-ring publication; they just do not
- * overlap.
+ * preadv/pwritev straight on the guest's memory (looping on short transfers), fdatasync and fallocate
+ * ({@link InlineBlockIo}).
  *
  * <p>DISCARD and WRITE_ZEROES_UNMAP punch a hole, WRITE_ZEROES zeroes the range keeping it allocated
  * ({@link BlockFile#DISCARD_MODE}, {@link BlockFile#ZERO_MODE}); where the file system has no such mode the result is
  * -EOPNOTSUPP, which {@link ZeroFallbackBlockIo} (the wrapper {@link BlockEngine#open} puts around every file engine)
  * turns into the same answer for every engine.
  */
-public final class SyncBlockIo implements BlockIo {
-    private final QueuedOps ops;
+public final class SyncBlockIo extends InlineBlockIo {
     private final BlockFile.Io io;
 
     public SyncBlockIo(BlockFile file, int depth) {
-        this.ops = new QueuedOps(depth);
+        super(depth);
         this.io = file.io();
     }
 
     @Override
-    public int depth() {
-        return ops.depth;
-    }
-
-    @Override
-    public int inFlight() {
-        return ops.inFlight();
-    }
-
-    @Override
-    public boolean queue(int tag, int op, long offset, long length, IoVecs iov, int iovIndex, int iovCount) {
-        return ops.queue(tag, op, offset, length, iov, iovIndex, iovCount);
-    }
-
-    @Override
-    public void submit() {
-        int n = ops.queued;
-        ops.queued = 0;
-        for (int i = 0; i < n; i++) {
-            ops.performed(i, perform(ops.op[i], ops.offset[i], ops.length[i], ops.iov[i], ops.iovIndex[i],
-                    ops.iovCount[i]));
-        }
-    }
-
-    private long perform(int op, long offset, long length, IoVecs iov, int index, int count) {
+    long perform(int op, long offset, long length, IoVecs iov, int index, int count) {
         return switch (op) {
             case READ -> io.preadv(iov, index, count, offset, length);
             case WRITE -> io.pwritev(iov, index, count, offset, length);
@@ -63,22 +36,5 @@ public final class SyncBlockIo implements BlockIo {
     /** An fallocate's result as the operation's: its whole length, or the negative errno. */
     private static long done(long result, long length) {
         return result == 0 ? length : result;
-    }
-
-    @Override
-    public int reap(Completion sink) {
-        return ops.reap(sink);
-    }
-
-    /** Synchronous: nothing is ever in the kernel's hands between calls, so reap never has to be waited for. */
-    @Override
-    public EventFd completionFd() {
-        return null;
-    }
-
-    @Override
-    public void close() {
-        ops.queued = 0; // queued but never submitted: dropped, as the contract says
-        ops.reap((tag, result) -> { });
     }
 }

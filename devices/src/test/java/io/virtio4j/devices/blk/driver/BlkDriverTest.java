@@ -35,6 +35,7 @@ import java.util.SplittableRandom;
 import java.util.function.Consumer;
 import java.util.zip.CRC32;
 
+import static io.virtio4j.testkit.Bytes.crc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -83,12 +84,6 @@ class BlkDriverTest {
             c.backend().awaitEnd();
             device.reset();
         }
-    }
-
-    private static long crc(MemorySegment s, long offset, long bytes) {
-        CRC32 c = new CRC32();
-        c.update(s.asSlice(offset, bytes).asByteBuffer());
-        return c.getValue();
     }
 
     /** {@code bytes} of the file at {@code offset}, as the device left them (read through the page cache). */

@@ -2,17 +2,9 @@ package io.virtio4j.devices.blk.driver;
 
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.DeviceQueue;
-import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.feature.VirtioFeatures;
-import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.blk.BlkConfig;
 import io.virtio4j.devices.blk.BlkLayout;
-import io.virtio4j.devices.worker.KickSwitch;
-import io.virtio4j.devices.worker.QueueRunner;
-import io.virtio4j.devices.worker.QueueWorker;
-import io.virtio4j.vhost.backend.QueueContext;
-import io.virtio4j.vhost.backend.VirtioDevice;
-import io.virtio4j.vhost.protocol.ProtocolFeatures;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -25,7 +17,7 @@ import java.nio.ByteOrder;
  * connection on it serves READ and WRITE as they come. Only for tests of what a driver offers again after such a
  * death; {@link #disk} shows what was written.
  */
-final class SecondOfThreeCompletingBlkDevice implements VirtioDevice {
+final class SecondOfThreeCompletingBlkDevice extends OneQueueBlkLookalike {
     private static final ValueLayout.OfInt LE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final long SECTORS = 2048;
@@ -34,21 +26,14 @@ final class SecondOfThreeCompletingBlkDevice implements VirtioDevice {
     final MemorySegment disk = MemorySegment.ofArray(new byte[(int) (SECTORS * BlkLayout.SECTOR)]);
     /** Connections ended (device resets): the test waits for the first before it reconnects. */
     volatile int resets;
-    private QueueRunner runner;
+
+    SecondOfThreeCompletingBlkDevice() {
+        super("second-of-three-blk");
+    }
 
     @Override
     public long features() {
         return VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.INDIRECT_DESC);
-    }
-
-    @Override
-    public long protocolFeatures() {
-        return ProtocolFeatures.bit(ProtocolFeatures.MQ) | ProtocolFeatures.bit(ProtocolFeatures.CONFIG);
-    }
-
-    @Override
-    public int maxQueues() {
-        return 1;
     }
 
     @Override
@@ -57,27 +42,35 @@ final class SecondOfThreeCompletingBlkDevice implements VirtioDevice {
     }
 
     @Override
-    public synchronized void startQueue(int index, QueueContext queue) {
-        if (runner == null) {
-            runner = new QueueRunner("second-of-three-blk", -1, 0, new Worker(resets == 0));
-        }
-        runner.attach(queue, NotificationMode.NOTIFY);
-    }
-
-    @Override
-    public synchronized void stopQueue(int index) {
-        if (runner != null) {
-            runner.detach(index);
-        }
-    }
-
-    @Override
     public synchronized void reset() {
-        if (runner != null) {
-            runner.close();
-            runner = null;
-        }
+        super.reset();
         resets++;
+    }
+
+    /**
+     * First connection: take three, complete the second, then nothing (a dead back-end returns nothing, not even
+     * when its queue is stopped: the two it holds stay unreturned). Later ones: serve every request.
+     */
+    @Override
+    Answering newWorker() {
+        boolean dying = resets == 0;
+        return new Answering() {
+            /** Requests taken on the first connection. */
+            private int taken;
+
+            @Override
+            boolean more() {
+                return !dying || taken < 3;
+            }
+
+            @Override
+            void answer(DeviceQueue dq, DescriptorChain c) {
+                // the chain is reused by the next pop: the second is served as it is taken, the others never
+                if (!dying || ++taken == 2) {
+                    serve(dq, c);
+                }
+            }
+        };
     }
 
     /** Serves one READ or WRITE on the RAM disk: status written, used length the writable bytes. */
@@ -98,66 +91,5 @@ final class SecondOfThreeCompletingBlkDevice implements VirtioDevice {
         }
         c.scatter(status, MemorySegment.ofArray(new byte[] {(byte) s}), 0, 1);
         dq.pushUsed(c.head(), c.writableBytes());
-    }
-
-    private final class Worker implements QueueWorker {
-        private final KickSwitch kick = new KickSwitch();
-        /** First connection: take three, complete the second, then nothing. */
-        private final boolean dying;
-        /** Requests taken on the first connection. */
-        private int taken;
-        private QueueContext queue;
-
-        Worker(boolean dying) {
-            this.dying = dying;
-        }
-
-        @Override
-        public void onAttach(QueueContext q) {
-            queue = q;
-            kick.reset();
-        }
-
-        @Override
-        public void onDetach(QueueContext q) {
-            queue = null; // a dead back-end returns nothing: the two it holds stay unreturned
-            kick.reset();
-        }
-
-        @Override
-        public int doWork() {
-            QueueContext q = queue;
-            if (q == null || q.queue().isBroken() || (dying && taken == 3)) {
-                return 0;
-            }
-            DeviceQueue dq = q.queue();
-            int n = 0;
-            try {
-                DescriptorChain c;
-                while ((!dying || taken < 3) && (c = dq.pop()) != null) {
-                    n++;
-                    // the chain is reused by the next pop: the second is served as it is taken, the others never
-                    if (!dying || ++taken == 2) {
-                        serve(dq, c);
-                    }
-                }
-            } catch (VirtqueueException e) {
-                return n; // the ring is broken: nothing more goes on it (the driver's test then fails on its own)
-            }
-            if (n > 0) {
-                dq.flushUsed();
-            }
-            return n;
-        }
-
-        @Override
-        public boolean prepareSleep() {
-            return kick.arm(queue);
-        }
-
-        @Override
-        public void onWake(int events) {
-            kick.disarm(queue);
-        }
     }
 }

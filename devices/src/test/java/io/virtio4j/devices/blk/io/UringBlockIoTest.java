@@ -17,13 +17,13 @@ import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Random;
-import java.util.zip.CRC32;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
+import static io.virtio4j.testkit.Bytes.random;
+import static io.virtio4j.testkit.Bytes.crc;
 import static io.virtio4j.devices.blk.io.BlockIo.DISCARD;
 import static io.virtio4j.devices.blk.io.BlockIo.FLUSH;
 import static io.virtio4j.devices.blk.io.BlockIo.READ;
@@ -84,24 +84,6 @@ class UringBlockIoTest {
 
     private static FileDescriptor open(Path p) {
         return BlockFile.open(p.toString(), false).fileDescriptor();
-    }
-
-    private static byte[] random(int n, long seed) {
-        byte[] b = new byte[n];
-        new Random(seed).nextBytes(b);
-        return b;
-    }
-
-    private static long crc(MemorySegment s) {
-        CRC32 c = new CRC32();
-        c.update(s.asByteBuffer());
-        return c.getValue();
-    }
-
-    private static long crc(byte[] b) {
-        CRC32 c = new CRC32();
-        c.update(b);
-        return c.getValue();
     }
 
     /**
