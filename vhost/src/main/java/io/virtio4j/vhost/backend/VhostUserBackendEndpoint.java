@@ -22,6 +22,8 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
     private final Supplier<VhostUserSession> sessions;
     private volatile boolean closed;
     private volatile UnixServerSocket listener;
+    /** Where {@link #listener} listens: removed by {@link #close()} itself (see there). */
+    private Path listening;
 
     public VhostUserBackendEndpoint(Supplier<VhostUserSession> sessions) {
         this.sessions = sessions;
@@ -33,6 +35,7 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
         UnixServerSocket l = UnixServerSocket.listen(path, 1);
         synchronized (this) {
             listener = l;
+            listening = path;
         }
         LOG.info("vhost-user back-end listening on " + path);
         try {
@@ -54,6 +57,7 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
             // cannot be closed (and reused by another open) between close() reading it and shutting it down.
             synchronized (this) {
                 listener = null;
+                listening = null;
                 l.close();
             }
             Files.deleteIfExists(path);
@@ -82,7 +86,9 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
     /**
      * Stops serving: a {@link #listen} blocked in accept returns (the listener is shut down; closing its descriptor
      * alone would not wake it), a connection being served is finished first. {@link #connect} stops after its
-     * current connection.
+     * current connection. The socket file is removed before this returns: a process stopped by a signal runs this
+     * from its shutdown hook and may halt before the listening thread gets to its own clean-up, which left the file
+     * behind for the next back-end or front-end to trip over.
      */
     @Override
     public void close() {
@@ -90,6 +96,11 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
         synchronized (this) {
             if (listener != null) {
                 listener.shutdown();
+                try {
+                    Files.deleteIfExists(listening);
+                } catch (IOException e) {
+                    LOG.warning("could not remove the socket file " + listening + ": " + e.getMessage());
+                }
             }
         }
     }

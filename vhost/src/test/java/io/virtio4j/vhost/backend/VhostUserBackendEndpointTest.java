@@ -51,6 +51,9 @@ class VhostUserBackendEndpointTest {
             });
         } finally {
             server.close();
+            // before the listening thread runs its own clean-up: a process halting after its shutdown hook has
+            // only close() to remove the file
+            assertFalse(Files.exists(path), "socket file still there when close() returned");
             t.join(20_000);
         }
         assertFalse(t.isAlive(), "listen() still running 20 s after close()");
