@@ -403,7 +403,12 @@ final class DriveBlk implements Callable<Integer> {
         final PrintStream err;
         final LatencyHistogram readLatency = new LatencyHistogram();
         final LatencyHistogram writeLatency = new LatencyHistogram();
-        /** Progress counters, written by the queue's thread only, read by the progress printer (opaque). */
+        /**
+         * Progress counters, written by the queue's thread only, read by the progress printer. Opaque on both sides:
+         * each value must be read whole and eventually fresh, but the printer needs no order between them (a line
+         * a second may pair a read count with a byte count a request apart), so no acquire/release is paid per
+         * request; the final figures come from the histograms after the thread is joined.
+         */
         private final long[] counts = new long[4];
         /** Per slot: when it was submitted, its block (relative to the stripe), whether a write, its generation. */
         private final long[] submitted;

@@ -227,7 +227,7 @@ public final class BlockFile implements AutoCloseable {
             try {
                 while (done < total) {
                     IoVecs v = cursor.array(rest);
-                    iovAddress = v.segment().address() + IoVecs.ENTRY_BYTES * cursor.index();
+                    iovAddress = v.entryAddress(cursor.index());
                     iovCount = cursor.count(); // at most IoVecs.MAX_ENTRIES: no array holds more
                     offset = at + done;
                     long n = call(name, uncaptured, captured);

@@ -342,7 +342,7 @@ public final class IoUring implements AutoCloseable {
             throw new IndexOutOfBoundsException("iovecs " + index + " to " + (index + count - 1) + " of "
                     + iov.capacity());
         }
-        return prepare(opcode, fd, offset, iov.segment().address() + IoVecs.ENTRY_BYTES * index, count, 0, userData);
+        return prepare(opcode, fd, offset, iov.entryAddress(index), count, 0, userData);
     }
 
     /** Fills the next free entry; its stores reach the kernel with the tail's release in {@link #submit()}. */

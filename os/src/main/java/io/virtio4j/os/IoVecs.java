@@ -143,12 +143,12 @@ public final class IoVecs {
         return n;
     }
 
-    /** The address of entry {@code i}, for a system call (bounds-checked). */
-    public MemorySegment entryAddress(int i) {
+    /** The native address of entry {@code i}: what a vectored system call or an io_uring entry takes (bounds-checked). */
+    public long entryAddress(int i) {
         if (i < 0 || i >= capacity) {
             throw new IndexOutOfBoundsException("iovec " + i + " of " + capacity);
         }
-        return array.asSlice(ENTRY_BYTES * i);
+        return array.address() + ENTRY_BYTES * i;
     }
 
     /** The whole native array. */
