@@ -54,6 +54,32 @@ public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue 
      */
     void restart(QueueState state);
 
+    /**
+     * Resumes at {@code state} as {@link #restart(QueueState)} does, and from now on records every buffer in flight
+     * in {@code inflightRegion}: this queue's region of vhost-user's inflight area
+     * ({@link io.virtio4j.core.layout.InflightLayout}, the layout DPDK and libvhost-user use), so that a back-end
+     * restarted after a crash can give back what its predecessor took and never returned.
+     *
+     * <p>A region whose version is 0 is fresh (or the front-end reset the device): it is initialised and nothing is
+     * resubmitted. Otherwise the region is recovered first, as libvhost-user and DPDK do: a used batch that was
+     * published but not yet cleared from the region is cleared, and every buffer still marked in flight is
+     * resubmitted: the next {@link #pop()}s return them, in the order they were first fetched, before any buffer
+     * from the available ring, and the available position moves past them (split: {@code used.idx + resubmitted}).
+     * {@link #enableKicksOrFindPending()} reports resubmitted buffers as pending, so a device that looks at the ring
+     * once after a start finds them without a kick.
+     *
+     * <p>Every count, index, link and counter in the region is hostile input (the front-end can write it).
+     *
+     * @param inflightRegion exactly {@link io.virtio4j.core.layout.InflightLayout#queueRegionBytes} bytes for this
+     *                       queue's format and size; the queue writes it from its owning thread from now on
+     * @return the number of buffers resubmitted
+     * @throws io.virtio4j.core.error.InvalidInflightRegionException when the region's content is not one a back-end
+     *         wrote (the queue is then broken and nothing is resubmitted)
+     * @throws io.virtio4j.core.error.InvalidQueueStateException as {@link #restart(QueueState)}
+     * @throws IllegalArgumentException when the region's size is not the queue's region size
+     */
+    int restart(QueueState state, java.lang.foreign.MemorySegment inflightRegion);
+
     QueueCounters counters();
 
     boolean isBroken();

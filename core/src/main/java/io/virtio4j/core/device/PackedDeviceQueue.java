@@ -180,6 +180,11 @@ public final class PackedDeviceQueue implements DeviceQueue {
     }
 
     @Override
+    public int restart(QueueState state, MemorySegment inflightRegion) {
+        throw new UnsupportedOperationException("inflight tracking: contract only, being built (issue 12)");
+    }
+
+    @Override
     public int size() {
         return size;
     }

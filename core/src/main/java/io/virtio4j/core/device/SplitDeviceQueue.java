@@ -166,6 +166,11 @@ public final class SplitDeviceQueue implements DeviceQueue {
     }
 
     @Override
+    public int restart(QueueState state, MemorySegment inflightRegion) {
+        throw new UnsupportedOperationException("inflight tracking: contract only, being built (issue 12)");
+    }
+
+    @Override
     public int size() {
         return size;
     }
