@@ -225,11 +225,11 @@ public final class VhostUserFrontend implements AutoCloseable {
      * throws) or at once (without).
      */
     private Reply request(Request r, byte[] payload, FileDescriptor... fds) {
-        return request(r, payload, NO_FDS, fds);
+        return exchange(r, payload, NO_FDS, fds);
     }
 
     /** {@link #request(Request, byte[], FileDescriptor...)}, receiving the reply's descriptors into {@code replyFds}. */
-    private Reply request(Request r, byte[] payload, FileDescriptor[] replyFds, FileDescriptor... fds) {
+    private Reply exchange(Request r, byte[] payload, FileDescriptor[] replyFds, FileDescriptor... fds) {
         if (outOfStep != null) {
             throw new BackendTimeoutException("the connection is out of step since: " + outOfStep + "; close it");
         }
@@ -415,7 +415,7 @@ public final class VhostUserFrontend implements AutoCloseable {
         byte[] asked = InflightDescription.request(numQueues, queueSize).encode();
         FileDescriptor[] fds = new FileDescriptor[1];
         try {
-            InflightDescription d = request(Request.GET_INFLIGHT_FD, asked, fds).decode(InflightDescription::decode);
+            InflightDescription d = exchange(Request.GET_INFLIGHT_FD, asked, fds).decode(InflightDescription::decode);
             if (fds[0] == null || d.mmapSize() == 0 || d.numQueues() != numQueues || d.queueSize() != queueSize) {
                 throw new VhostUserRequestFailedException("GET_INFLIGHT_FD for " + numQueues + " queues of " + queueSize
                         + " answered " + d + (fds[0] == null ? " without a descriptor" : ""));
