@@ -357,6 +357,43 @@ class InflightFdTest {
         }
     }
 
+    /**
+     * A started ring records in its own region (the queue initialises a fresh one: version 1, desc_num); an area
+     * replaced under a running ring stays mapped until that ring stops, and is then unmapped through the device.
+     */
+    @Test
+    void ringsRecordInTheirSliceAndAReplacedAreaGoesOnlyOnceNoRingHoldsIt() throws Exception {
+        FileDescriptor[] first = new FileDescriptor[1];
+        FileDescriptor[] second = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, SPLIT); Arena arena = Arena.ofConfined()) {
+            InflightDescription d = get(s, 2, 256, first);
+            MemorySegment seen = Mmap.mapShared(first[0], d.mmapSize(), arena);
+            memory(s, Memfd.create("guest", MEM));
+            for (Message m : ring(1, 256)) {
+                s.handle(m);
+            }
+            assertEquals(List.of("start 1"), device.calls);
+            long region = InflightLayout.queueRegionBytes(RingFormat.SPLIT, 256);
+            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + InflightLayout.SPLIT_VERSION),
+                    "ring 1 initialised region 1");
+            assertEquals(256, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + InflightLayout.SPLIT_DESC_NUM));
+            assertEquals(0, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_VERSION), "region 0 untouched");
+
+            device.deferRetire = true;
+            get(s, 2, 256, second); // a new area while ring 1 runs on the first
+            assertEquals(List.of(), device.retired, "the first area stays mapped under the running ring");
+            s.handle(message(Request.GET_VRING_BASE, new VringState(1, 0).encode()));
+            assertEquals(1, device.retired.size(), "unmapped through the device once its last ring stopped");
+            device.retired.forEach(Runnable::run);
+            device.retired.clear();
+            device.deferRetire = false;
+        } finally {
+            first[0].close();
+            second[0].close();
+        }
+    }
+
     @Test
     void resetDeviceDropsTheArea() throws Exception {
         FileDescriptor[] fd = new FileDescriptor[1];
