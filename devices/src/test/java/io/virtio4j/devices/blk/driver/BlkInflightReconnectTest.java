@@ -137,6 +137,9 @@ class BlkInflightReconnectTest {
                     assertEquals(BlkLayout.S_OK, d.run(0, slot, TIMEOUT));
                     assertEquals(sums[r], Bytes.crc(d.data(0, slot), 0, BYTES), "request " + r + " read back");
                 }
+                // exactly the four the dead back-end did not return ran again (the 3rd and 6th a second time on the
+                // disk, with the same data), the two it returned did not
+                assertEquals(4, blk.stats(0).writes(), "writes the new back-end performed");
             } finally {
                 endpoint.close();
                 server.join(TIMEOUT.toMillis());
