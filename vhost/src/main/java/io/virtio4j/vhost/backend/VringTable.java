@@ -84,10 +84,6 @@ final class VringTable implements AutoCloseable {
         }
     }
 
-    InflightArea inflight() {
-        return inflight;
-    }
-
     private void retire(InflightArea area) {
         area.retired = true;
         unmapWhenUnused(area);
@@ -365,7 +361,8 @@ final class VringTable implements AutoCloseable {
                 }
             }
         } catch (InvalidInflightRegionException e) {
-            throw new VhostUserProtocolException(request, "inflight[" + v.index + "]." + e.field(), e.value(), e.getMessage());
+            // the field names the region's, e.g. inflight.desc[7].next: the front-end handed back an area no back-end wrote
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "]." + e.field(), e.value(), e.getMessage());
         } catch (VirtqueueException e) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base, e.getMessage());
         }
@@ -422,7 +419,7 @@ final class VringTable implements AutoCloseable {
         int q = v.num;
         // SET_VRING_NUM and SET_VRING_BASE were checked against the features of their day; a front-end may have
         // renegotiated the format since (SET_FEATURES is taken while the rings are stopped): check again.
-        RingFormat format = packed() ? RingFormat.PACKED : RingFormat.SPLIT;
+        RingFormat format = format();
         if (!format.isValidQueueSize(q)) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].num", q,
                     "is not a " + (packed() ? "packed" : "split") + " queue size: the ring format changed after SET_VRING_NUM");

@@ -394,6 +394,31 @@ class InflightFdTest {
         }
     }
 
+    /**
+     * An area handed back with a region no back-end wrote (the front-end can write every byte of it): the ring is
+     * not started, and the refusal names the ring and the region's field.
+     */
+    @Test
+    void aRingWhoseRegionIsForgedIsRefusedNamingTheField() throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, SPLIT); Arena arena = Arena.ofConfined()) {
+            InflightDescription d = get(s, 1, 256, fd);
+            MemorySegment forged = Mmap.mapShared(fd[0], d.mmapSize(), arena);
+            forged.set(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_VERSION, (short) InflightLayout.VERSION);
+            forged.set(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_DESC_NUM, (short) 255);
+            memory(s, Memfd.create("guest", MEM));
+            Message[] setup = ring(0, 256);
+            for (int i = 0; i < setup.length - 1; i++) {
+                s.handle(setup[i]);
+            }
+            refused(s, setup[setup.length - 1], "vring[0].inflight.desc_num", 255);
+            assertFalse(device.calls.contains("start 0"), "the ring is not started");
+        } finally {
+            fd[0].close();
+        }
+    }
+
     @Test
     void resetDeviceDropsTheArea() throws Exception {
         FileDescriptor[] fd = new FileDescriptor[1];
