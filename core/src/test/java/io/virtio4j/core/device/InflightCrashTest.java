@@ -58,7 +58,7 @@ class InflightCrashTest {
     }
 
     static List<RingFormat> formats() {
-        return List.of(RingFormat.SPLIT);
+        return List.of(RingFormat.SPLIT, RingFormat.PACKED);
     }
 
     static Stream<Arguments> crashPoints() {
