@@ -21,6 +21,7 @@ import io.virtio4j.vhost.protocol.VringState;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
@@ -361,12 +362,14 @@ class InflightFdTest {
      * A started ring records in its own region (the queue initialises a fresh one: version 1, desc_num); an area
      * replaced under a running ring stays mapped until that ring stops, and is then unmapped through the device.
      */
-    @Test
-    void ringsRecordInTheirSliceAndAReplacedAreaGoesOnlyOnceNoRingHoldsIt() throws Exception {
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void ringsRecordInTheirSliceAndAReplacedAreaGoesOnlyOnceNoRingHoldsIt(RingFormat format) throws Exception {
         FileDescriptor[] first = new FileDescriptor[1];
         FileDescriptor[] second = new FileDescriptor[1];
         Device device = new Device();
-        try (VhostUserSession s = negotiated(device, SPLIT); Arena arena = Arena.ofConfined()) {
+        try (VhostUserSession s = negotiated(device, format == RingFormat.PACKED ? PACKED : SPLIT);
+             Arena arena = Arena.ofConfined()) {
             InflightDescription d = get(s, 2, 256, first);
             MemorySegment seen = Mmap.mapShared(first[0], d.mmapSize(), arena);
             memory(s, Memfd.create("guest", MEM));
@@ -374,11 +377,13 @@ class InflightFdTest {
                 s.handle(m);
             }
             assertEquals(List.of("start 1"), device.calls);
-            long region = InflightLayout.queueRegionBytes(RingFormat.SPLIT, 256);
-            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + InflightLayout.SPLIT_VERSION),
+            long region = InflightLayout.queueRegionBytes(format, 256);
+            int version = format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
+            int descNum = format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
+            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + version),
                     "ring 1 initialised region 1");
-            assertEquals(256, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + InflightLayout.SPLIT_DESC_NUM));
-            assertEquals(0, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_VERSION), "region 0 untouched");
+            assertEquals(256, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + descNum));
+            assertEquals(0, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, version), "region 0 untouched");
 
             device.deferRetire = true;
             get(s, 2, 256, second); // a new area while ring 1 runs on the first
