@@ -51,7 +51,7 @@ class InflightFdTest {
     private static final long MEM = 64 * 1024;
 
     /** Four queues of at most 1024, MQ and INFLIGHT_SHMFD; records starts and what it is given to unmap. */
-    private static final class Device implements VirtioDevice {
+    private static class Device implements VirtioDevice {
         final List<String> calls = new CopyOnWriteArrayList<>();
         final List<Runnable> retired = new CopyOnWriteArrayList<>();
         volatile boolean deferRetire;
@@ -420,6 +420,37 @@ class InflightFdTest {
             refused(s, setup[setup.length - 1], "vring[0].inflight.desc_num", 255);
             assertFalse(device.calls.contains("start 0"), "the ring is not started");
         } finally {
+            fd[0].close();
+        }
+    }
+
+    /** The connection's end unmaps the area like guest memory: through the device, after its reset. */
+    @Test
+    void theConnectionsEndUnmapsTheAreaThroughTheDevice() throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        Device device = new Device() {
+            @Override
+            public void reset() {
+                calls.add("reset");
+            }
+
+            @Override
+            public void retire(Runnable unmap) {
+                calls.add("retire");
+                super.retire(unmap);
+            }
+        };
+        device.deferRetire = true;
+        try {
+            VhostUserSession s = negotiated(device, SPLIT);
+            get(s, 1, 256, fd);
+            device.calls.clear();
+            s.close();
+            // guest memory's and the area's, both after the reset
+            assertEquals(List.of("reset", "retire", "retire"), device.calls);
+            assertEquals(2, device.retired.size());
+        } finally {
+            device.retired.forEach(Runnable::run);
             fd[0].close();
         }
     }
