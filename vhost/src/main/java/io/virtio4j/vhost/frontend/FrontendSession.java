@@ -477,14 +477,15 @@ public final class FrontendSession implements AutoCloseable {
      * them with their original ids: nothing is lost. A request the old back-end took and completed, but whose used
      * entry it did not publish before it died, runs twice (as after QEMU reconnects a vhost-user-blk back-end
      * without inflight tracking, which is what removes that). Used buffers the driver had not reaped yet stay
-     * reapable. Packed rings are not resumed this way (their device position cannot be read back from the ring):
-     * {@link UnsupportedOperationException}, before anything changes.
+     * reapable. Without an area packed rings are not resumed (their device position cannot be read back from the
+     * ring): {@link UnsupportedOperationException}, before anything changes.
      *
      * <p>With an inflight area (INFLIGHT_SHMFD) the back-end itself knows what it took: the session hands the same
      * area to the new back-end and sets each ring's base as QEMU does ({@link DriverQueue#deviceResumeState()}: after
      * the used entries the old back-end published, for split and packed rings alike), the ring is not rewritten,
-     * and the new back-end resubmits exactly the buffers its predecessor took and did not return, each once (also
-     * those it completed but did not publish), and looks at the rings without waiting for a kick.
+     * and the new back-end resubmits exactly the buffers its predecessor took and did not return (one it completed
+     * but never published runs again on the device), and looks at the rings without waiting for a kick: the driver
+     * gets every buffer back once.
      *
      * @param patience how long the old back-end may take to answer, the new one to appear, and each of its replies
      * @throws NegotiationFailedException when the new back-end offers less than was negotiated
