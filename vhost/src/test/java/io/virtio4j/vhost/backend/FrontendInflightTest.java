@@ -14,6 +14,7 @@ import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -140,6 +141,25 @@ class FrontendInflightTest {
             s.start();
             assertFalse(s.hasProtocol(ProtocolFeatures.INFLIGHT_SHMFD));
             assertNull(s.inflightArea());
+        }
+    }
+
+    /**
+     * Without an area (the back-end offers none) a packed ring still cannot be resumed after its back-end went
+     * away: refused before anything changes, the session still connected.
+     */
+    @Test
+    void withoutAnAreaAPackedRingIsNotResumed() throws Exception {
+        long packed = FEATURES | VirtioFeatures.bit(VirtioFeatures.RING_PACKED);
+        try (TestServer server = new TestServer(2);
+             FrontendSession s = FrontendSession.connect(server.path(), Duration.ofSeconds(20))) {
+            s.negotiate(packed, packed, FrontendSession.PROTOCOL_FEATURES, 0, 1);
+            assertFalse(s.hasProtocol(ProtocolFeatures.INFLIGHT_SHMFD));
+            s.attach(GuestMemory.create("no-area-packed", FrontendSession.ringBytes(RingFormat.PACKED, 64)));
+            s.addRing(RingFormat.PACKED, 64, 0, DriverOptions.defaults(), true);
+            s.start();
+            assertThrows(UnsupportedOperationException.class, () -> s.reconnect(Duration.ofSeconds(20)));
+            assertTrue(s.connected(), "nothing changed");
         }
     }
 
