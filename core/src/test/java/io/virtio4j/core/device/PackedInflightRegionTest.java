@@ -130,6 +130,39 @@ class PackedInflightRegionTest {
         }
     }
 
+    /** The back-end dies in a pop after marking the buffer in flight and before moving the free list past it. */
+    @Test
+    void aCrashInsideAPopBeforeTheFreeListMovedResubmitsTheBuffer() {
+        try (InflightRig rig = fixture()) {
+            rig.add(1);
+            short freeHead = rig.region.get(U16, PACKED_OLD_FREE_HEAD);
+            rig.step("pop");
+            rig.region.set(U16, PACKED_OLD_FREE_HEAD, freeHead);
+            assertEquals(3, rig.crash());
+            rig.drain();
+            rig.assertAllBackOnce();
+        }
+    }
+
+    /** The back-end dies in an unpop after clearing the flag and before the entries rejoin the free list. */
+    @Test
+    void aCrashInsideAnUnpopLeaksNoEntry() {
+        try (InflightRig rig = fixture()) {
+            rig.add(1);
+            rig.step("pop");
+            short freeHead = rig.region.get(U16, PACKED_OLD_FREE_HEAD);
+            rig.step("unpop");
+            rig.region.set(U16, PACKED_OLD_FREE_HEAD, freeHead);
+            assertEquals(2, rig.crash());
+            rig.drain();
+            // Every entry is free again: a ring's worth of buffers in flight fits.
+            rig.run("add:4", "pop", "pop", "pop", "pop");
+            rig.crash();
+            rig.drain();
+            rig.assertAllBackOnce();
+        }
+    }
+
     // ---- one test per forged field ----
 
     private static void assertRefused(String field, long value, Consumer<InflightRig> forge) {
