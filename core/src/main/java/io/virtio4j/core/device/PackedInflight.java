@@ -302,13 +302,18 @@ final class PackedInflight {
             resubmitted[n++] = i;
         }
         sortByCounter(resubmitted, n, counters);
-        // Every check passed: the writes. The committed batch's flags first, then the free list (emptied while its
-        // links are rewritten, so a crash here leaves no loop), then the positions.
+        // Every check passed: the writes. The committed batch's flags first, then the positions (a crash after them
+        // leaves no batch to walk, whose links the free list below rewrites), then the free list, emptied while its
+        // links are rewritten so that a crash half-way leaves no loop. A crash anywhere here leaves a region the
+        // next recovery accepts and settles the same way.
         for (int i = 0; i < size; i++) {
             if (committed[i]) {
                 U8_VH.setRelease(region, entry(i) + PACKED_ENTRY_INFLIGHT, (byte) 0);
             }
         }
+        usedIdx = oldUsedIdx = oldUsed;
+        usedWrap = oldUsedWrap = oldWrap == 1;
+        storePositions();
         U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) size);
         freeTop = size;
         freeCount = 0;
@@ -323,9 +328,6 @@ final class PackedInflight {
         U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) freeTop);
         region.set(U16, PACKED_FREE_HEAD, (short) (freeTop == size ? 0 : freeTop));
         batchHead = freeTop == size ? 0 : freeTop;
-        usedIdx = oldUsedIdx = oldUsed;
-        usedWrap = oldUsedWrap = oldWrap == 1;
-        storePositions();
         counter = highest + 1;
         resubmitCount = n;
     }

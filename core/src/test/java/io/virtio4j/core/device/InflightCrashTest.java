@@ -75,6 +75,8 @@ class InflightCrashTest {
             int resubmitted = rig.crash();
             // What the dead back-end held and had not published is resubmitted; nothing else.
             assertEquals(inDevice + pushedUnpublished(c.script, crashAfter), resubmitted, "resubmitted");
+            // The new back-end dies too, before popping anything: its successor finds the same.
+            assertEquals(resubmitted, rig.crash(), "resubmitted after a second death right after recovery");
             rig.drain();
             rig.assertAllBackOnce();
             // A second life: more buffers, a death with some in flight, a third back-end.

@@ -37,6 +37,10 @@ final class InflightRig implements AutoCloseable {
     final RingFormat format;
     final Pair pair;
     final MemorySegment region;
+    /** The region with {@link #CANARY_BYTES} of canaries either side: nothing may write them. */
+    private final MemorySegment outer;
+    static final long CANARY_BYTES = 256;
+    static final byte CANARY = (byte) 0xA5;
     final DeviceOptions options;
     DeviceQueue device;
     private final SplittableRandom random;
@@ -75,7 +79,9 @@ final class InflightRig implements AutoCloseable {
         }
         this.random = new SplittableRandom(seed);
         this.layout = elements.length == 0 ? new int[] {1, 1} : elements;
-        region = RingTestSupport.allocate(pair.arena, InflightLayout.queueRegionBytes(format, queueSize));
+        long bytes = InflightLayout.queueRegionBytes(format, queueSize);
+        outer = RingTestSupport.allocate(pair.arena, bytes + 2 * CANARY_BYTES).fill(CANARY);
+        region = outer.asSlice(CANARY_BYTES, bytes);
         // Garbage, not zeros, outside the version: a fresh region must not be trusted for anything but its version.
         for (long i = 0; i < region.byteSize(); i++) {
             region.set(ValueLayout.JAVA_BYTE, i, (byte) random.nextInt(256));
@@ -200,6 +206,9 @@ final class InflightRig implements AutoCloseable {
         if (n > 0) {
             assertTrue(device.enableKicksOrFindPending(), "resubmitted buffers are pending without a kick");
         }
+        QueueState seen = stateAfterDisconnect();
+        assertEquals(seen.nextUsed(), device.state().nextUsed(), "resumes at the used position the driver saw");
+        assertEquals(seen.usedWrap(), device.state().usedWrap(), "with its wrap counter");
         published = device.state();
         return n;
     }
@@ -243,11 +252,23 @@ final class InflightRig implements AutoCloseable {
 
     /** Every buffer added came back exactly once, and the driver has none outstanding. */
     void assertAllBackOnce() {
+        assertTrue(canariesIntact(), "nothing around the inflight region was written");
         assertEquals(0, pair.driver.inFlight(), "buffers the driver still waits for");
         for (int t = 0; t < nextToken; t++) {
             assertEquals(1, reaped.getOrDefault(t, 0), "times buffer " + t + " came back");
         }
         assertNull(pair.driver.pollUsed());
+    }
+
+    /** Whether the bytes either side of the region still hold the canary pattern. */
+    boolean canariesIntact() {
+        for (long i = 0; i < outer.byteSize(); i++) {
+            if ((i < CANARY_BYTES || i >= CANARY_BYTES + region.byteSize())
+                    && outer.get(ValueLayout.JAVA_BYTE, i) != CANARY) {
+                return false;
+            }
+        }
+        return true;
     }
 
     int added() {
