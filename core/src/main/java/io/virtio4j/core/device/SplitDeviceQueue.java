@@ -378,8 +378,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
                 throw breakWith(new ChainTooLargeException(field(inIndirect, idx, "len"), len,
                         "brings the chain's total length to " + total + " bytes, more than 2^32"));
             }
-            int r = translate(addr, len, inIndirect, idx);
-            chain.add(memory.region(r), memory.offsetIn(r, addr), len, writable);
+            addElement(addr, len, writable, inIndirect, idx);
             if ((flags & DESC_F_NEXT) == 0) {
                 return lastMain;
             }
@@ -403,6 +402,21 @@ public final class SplitDeviceQueue implements DeviceQueue {
             if (!inIndirect) {
                 lastMain = idx;
             }
+        }
+    }
+
+    /**
+     * Adds the element to the chain, split where it crosses into an adjacent region (see {@link DescriptorChain});
+     * breaks the queue when a byte of it is in no region or the pieces overflow the chain's capacity.
+     */
+    private void addElement(long addr, long len, boolean writable, boolean inIndirect, int idx) {
+        int result = chain.addGuest(memory, addr, len, writable);
+        if (result == DescriptorChain.UNMAPPED) {
+            throw breakWith(memory.notCovered(addr, len, field(inIndirect, idx, "addr")));
+        }
+        if (result == DescriptorChain.FULL) {
+            throw breakWith(new ChainTooLongException(field(inIndirect, idx, "addr"), addr, "split at guest memory"
+                    + " region boundaries, the chain has more than " + chain.capacity() + " elements"));
         }
     }
 
