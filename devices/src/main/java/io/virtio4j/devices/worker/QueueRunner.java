@@ -34,6 +34,13 @@ import java.util.logging.Logger;
  * {@link #close()} joins a thread that has already ended: the control thread never waits for a dead worker, and
  * the connection goes on answering.
  *
+ * <h2>Guest memory faults</h2>
+ * A front-end that shrinks the file under a mapped region makes the next touch of those pages raise SIGBUS, which
+ * HotSpot turns into an {@link InternalError} in the touching thread ({@link GuestMemoryFaultException} says which).
+ * That is not a death: the thread breaks the queues it holds ({@link GuestMemoryFaultException}), signals their error
+ * eventfds and serves on (see {@link #loop}); system calls on such memory (the engines' preadv, pwritev, io_uring)
+ * fail with EFAULT instead, which the device answers as an I/O error.
+ *
  * <h2>A worker that does not answer</h2>
  * When the worker does not take a request in time, or takes it and does not finish it (a pass or a request that
  * does not end), the request fails with {@link WorkerUnresponsiveException} and the runner is poisoned for good:
@@ -196,7 +203,7 @@ public final class QueueRunner implements AutoCloseable {
             if (mailbox.death() == null && !mailbox.poisoned()) {
                 mailbox.runOnWorker(() -> {
                     if (queues[q.index()] == q) {
-                        worker.onDetach(q);
+                        detachFromWorker(q);
                         queues[q.index()] = null;
                         modes[q.index()] = null;
                         attached--;
@@ -364,7 +371,62 @@ public final class QueueRunner implements AutoCloseable {
         }
     }
 
+    /**
+     * The serving loop, resumed after a guest memory fault: the fault breaks every queue the thread holds (which
+     * queue's memory faulted is not known here; a blk thread holds one queue, a net thread one pair) and signals
+     * their error eventfds, and the thread goes on answering its mailbox, so the front-end can restart the rings.
+     * The catch is around the whole loop, not one call: in compiled code HotSpot delivers the error asynchronously,
+     * at the next safepoint poll after the faulting access (which reads as zero or garbage meanwhile: no worse than
+     * anything else the front-end writes, as every read of guest memory is treated as hostile and bounds-checked).
+     * Any other throwable still ends the thread ({@link #run}).
+     */
     private void loop() {
+        while (true) {
+            try {
+                serve();
+                return;
+            } catch (InternalError e) {
+                if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
+                    throw e;
+                }
+                breakFaulted(e);
+            }
+        }
+    }
+
+    /**
+     * Worker thread: the worker lets go of {@code q}. A guest memory fault on the way (answering what finished writes
+     * guest memory) breaks the thread's queues, and the worker is asked again: with its queue broken it touches no
+     * guest memory, and it still waits for what is in flight, which must be over before the memory may be unmapped.
+     */
+    private void detachFromWorker(QueueContext q) {
+        try {
+            worker.onDetach(q);
+        } catch (InternalError e) {
+            if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
+                throw e;
+            }
+            breakFaulted(e);
+            worker.onDetach(q);
+        }
+    }
+
+    /** Worker thread, after a guest memory fault: breaks and reports every attached queue. */
+    private void breakFaulted(InternalError fault) {
+        for (int i = 0; i < MAX_QUEUES; i++) {
+            QueueContext q = queues[i];
+            if (q != null && !q.queue().isBroken()) {
+                GuestMemoryFaultException broken = new GuestMemoryFaultException(q.index(), name, fault);
+                LOG.warning(name + ": queue " + q.index() + " broken: " + broken.getMessage());
+                q.queue().fail(broken);
+                if (!mailbox.poisoned()) { // after a poison the connection may have closed the error eventfd
+                    signalError(q);
+                }
+            }
+        }
+    }
+
+    private void serve() {
         // The poison is checked after each call that may be the one that got stuck (a request in drain, a pass,
         // the arming): the control thread wrote it (volatile) before it let the connection go on, which may then
         // close our queues' fds, so a worker that reads it set stops before it reads a kick again.
