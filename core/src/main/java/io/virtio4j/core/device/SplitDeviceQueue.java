@@ -388,8 +388,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
                         "next index is not below the table size " + tableSize));
             }
             // Every descriptor of the table has been visited: following one more link must revisit one. This
-            // also bounds the chain: a direct chain has at most size elements, an indirect table at most
-            // size - (direct prefix) by the check above, so the chain always fits DescriptorChain's capacity.
+            // also bounds the chain: a direct chain has at most size descriptors, an indirect table at most
+            // size - (direct prefix) by the check above; descriptors split at region boundaries may add elements
+            // up to DescriptorChain's capacity (twice the size), which addElement checks.
             if (visited == tableSize) {
                 throw breakWith(new DescriptorLoopException(field(inIndirect, idx, "next"), nextIdx,
                         "chain visits more than the " + tableSize + " descriptors of its table: a loop"));
