@@ -1,5 +1,6 @@
 package io.virtio4j.devices.worker;
 
+import io.virtio4j.core.error.GuestMemoryFaultException;
 import io.virtio4j.core.notify.IdleWait;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.os.Affinity;

@@ -17,6 +17,7 @@ import io.virtio4j.os.Poll;
 import io.virtio4j.testkit.NoFdLeaks;
 import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
+import io.virtio4j.vhost.frontend.VhostUserRequestFailedException;
 import io.virtio4j.vhost.notify.EventFdNotifier;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import org.junit.jupiter.api.AfterEach;
@@ -42,6 +43,7 @@ import static io.virtio4j.testkit.Bytes.crc;
 import static io.virtio4j.testkit.Bytes.random;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -172,6 +174,12 @@ class GuestMemoryFaultTest {
             // the front-end gives B back (zeroed) and restarts ring 1: the same queue thread serves it again
             fe.getVringBase(1);
             q1.err.tryRead();
+            // a restart while the memory is still gone: refused (the back-end reads the used index there), and the
+            // connection goes on
+            VhostUserRequestFailedException refused = assertThrows(VhostUserRequestFailedException.class,
+                    () -> sendRing(fe, 1, q1));
+            assertTrue(refused.getMessage().contains("refused by the back-end"), refused.getMessage());
+            fe.getVringBase(1);
             Memfd.truncate(b, MEM);
             startRing(fe, 1, q1, features);
             byte[] three = random(4096, 4);
@@ -187,6 +195,11 @@ class GuestMemoryFaultTest {
     /** Starts ring {@code index} over {@code q}'s memory, from a fresh driver at index 0. */
     private static void startRing(VhostUserFrontend fe, int index, Queue q, long features) {
         q.driver = DriverQueue.over(q.ring.areas(), DriverOptions.defaults().forFeatures(features), q.kick);
+        sendRing(fe, index, q);
+    }
+
+    /** The messages that start ring {@code index} over {@code q}'s memory at index 0 (touching none of it here). */
+    private static void sendRing(VhostUserFrontend fe, int index, Queue q) {
         SplitRingAreas areas = (SplitRingAreas) q.ring.areas();
         fe.setVringNum(index, QSZ);
         fe.setVringBase(index, 0);

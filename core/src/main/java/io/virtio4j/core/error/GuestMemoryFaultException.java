@@ -1,12 +1,10 @@
-package io.virtio4j.devices.worker;
-
-import io.virtio4j.core.error.RingViolationException;
+package io.virtio4j.core.error;
 
 /**
  * Why a queue is broken when touching the front-end's memory faulted: the file under a mapped region was shrunk
  * (or its pages taken away) after the memory table was set, and the access raised SIGBUS. The JVM turns that into
- * an {@link InternalError} in the thread that touched the page (see {@link #isGuestMemoryFault}); the queue thread
- * breaks its queues with this and goes on, the process and every other thread serve on.
+ * an {@link InternalError} in the thread that touched the page (see {@link #isGuestMemoryFault}); a queue thread
+ * breaks its queues with this and goes on (devices' QueueRunner), the process and every other thread serve on.
  */
 public final class GuestMemoryFaultException extends RingViolationException {
     private static final long serialVersionUID = 1L;
@@ -17,7 +15,12 @@ public final class GuestMemoryFaultException extends RingViolationException {
      */
     private static final String HOTSPOT_FAULT = "a fault occurred in an unsafe memory access operation";
 
-    GuestMemoryFaultException(int queue, String worker, Throwable fault) {
+    /**
+     * @param queue  the ring whose queue breaks
+     * @param worker the thread that touched the memory, for the message
+     * @param fault  the JVM's InternalError
+     */
+    public GuestMemoryFaultException(int queue, String worker, Throwable fault) {
         super("queue", queue, "guest memory faulted under " + worker + " (SIGBUS: the front-end shrank or unmapped"
                 + " the file of a mapped region): " + fault.getMessage());
         initCause(fault);
