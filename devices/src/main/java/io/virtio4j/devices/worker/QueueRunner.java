@@ -166,7 +166,11 @@ public final class QueueRunner implements AutoCloseable {
                 modes[q.index()] = effective;
                 attached++;
                 idle = idlePolicy();
-                worker.onAttach(q);
+                try {
+                    worker.onAttach(q);
+                } catch (InternalError e) {
+                    breakOnFault(e); // its memory faulted already: attached, and broken like any queue of a fault
+                }
             });
             handedOver[q.index()] = q;
         } catch (WorkerDeadException e) {
@@ -387,10 +391,7 @@ public final class QueueRunner implements AutoCloseable {
                 serve();
                 return;
             } catch (InternalError e) {
-                if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
-                    throw e;
-                }
-                breakFaulted(e);
+                breakOnFault(e);
             }
         }
     }
@@ -404,16 +405,19 @@ public final class QueueRunner implements AutoCloseable {
         try {
             worker.onDetach(q);
         } catch (InternalError e) {
-            if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
-                throw e;
-            }
-            breakFaulted(e);
+            breakOnFault(e);
             worker.onDetach(q);
         }
     }
 
-    /** Worker thread, after a guest memory fault: breaks and reports every attached queue. */
-    private void breakFaulted(InternalError fault) {
+    /**
+     * Worker thread: after a guest memory fault, breaks and reports every attached queue; any other internal error
+     * is rethrown (it ends the thread).
+     */
+    private void breakOnFault(InternalError fault) {
+        if (!GuestMemoryFaultException.isGuestMemoryFault(fault)) {
+            throw fault;
+        }
         for (int i = 0; i < MAX_QUEUES; i++) {
             QueueContext q = queues[i];
             if (q != null && !q.queue().isBroken()) {
