@@ -23,6 +23,10 @@ import java.util.Map;
  * {@link Change} (new regions mapped, nothing installed yet), the {@link VringTable} checks it against the
  * started rings and {@link Change#install() installs} it; a change closed without being installed unmaps what
  * it mapped. Control thread only.
+ *
+ * <p>A region maps only its own pages: from its mmap_offset rounded down to the fd's page size (the huge page size
+ * on hugetlbfs) to its end rounded up, with MAP_NORESERVE (see {@link Mmap#mapSharedNoReserve}); its segment is the
+ * exact range. A file shrunk after this is survived where the memory is touched (see QueueRunner and VringTable).
  */
 final class MemoryMapper implements AutoCloseable {
     private final int maxMemSlots;
