@@ -380,9 +380,6 @@ final class VringTable implements AutoCloseable {
         QueueState state = v.queue.state();
         v.base = v.queue instanceof PackedDeviceQueue ? state.toPackedBase() : state.nextAvail();
         v.started = null;
-        // The device signals no more: the call and error eventfds replaced while it ran can all go now.
-        v.callFd.closeRetired();
-        v.err.closeRetired();
     }
 
     /**
