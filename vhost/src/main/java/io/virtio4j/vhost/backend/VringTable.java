@@ -235,6 +235,24 @@ final class VringTable implements AutoCloseable {
         features = 0;
     }
 
+    /**
+     * The device is reset by a status write of 0: every ring stops, keeping its base (what a GET_VRING_BASE after
+     * it answers), and its kick goes, so that no ring starts again before the front-end sets it up anew
+     * (QEMU's start sends SET_VRING_KICK for every ring). The rest of each ring's setup stays, the call and error
+     * eventfds too: QEMU sends SET_VRING_ERR only once, when it initialises the device.
+     */
+    void stopForReset() {
+        try {
+            stopAll();
+        } finally {
+            for (Vring v : vrings) {
+                if (!v.isStarted()) {
+                    v.closeKick();
+                }
+            }
+        }
+    }
+
     /** Stops every ring and closes every eventfd: the connection is gone. */
     @Override
     public void close() {
