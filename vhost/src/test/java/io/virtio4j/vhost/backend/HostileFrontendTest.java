@@ -814,6 +814,30 @@ class HostileFrontendTest {
     }
 
     /**
+     * GET_INFLIGHT_FD that fails (here: INFLIGHT_SHMFD is not offered by this device) is answered in its own format:
+     * mmap_size 0 and no descriptor, which QEMU reads as "no inflight region", num_queues and queue_size as asked;
+     * the connection goes on.
+     */
+    @Test
+    void aFailedGetInflightFdIsAnsweredWithNoRegion() {
+        attack(true, fe -> {
+            byte[] asked = buf(24).putLong(0).putLong(0).putShort((short) 2).putShort((short) 256).putInt(0).array();
+            fe.sendRaw(Request.GET_INFLIGHT_FD.code(), V, asked);
+            Reply r = fe.receive();
+            assertNotNull(r, "the back-end closed the connection instead of answering GET_INFLIGHT_FD");
+            assertEquals(Request.GET_INFLIGHT_FD.code(), r.request());
+            assertEquals(ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY, r.flags());
+            ByteBuffer b = ByteBuffer.wrap(r.payload()).order(ByteOrder.nativeOrder());
+            assertEquals(24, r.payload().length);
+            assertEquals(0, b.getLong(0), "mmap_size");
+            assertEquals(0, b.getLong(8), "mmap_offset");
+            assertEquals(2, b.getShort(16), "num_queues");
+            assertEquals(256, b.getShort(18), "queue_size");
+            assertEquals(OFFERED, fe.getFeatures(), "the connection goes on");
+        });
+    }
+
+    /**
      * A request whose reply is a bare value (GET_VRING_BASE's base, GET_STATUS's status) has no error form: a
      * failure closes the connection, also with NEED_REPLY, where a u64 REPLY_ACK of 1 would have been read as a
      * base or a status.
