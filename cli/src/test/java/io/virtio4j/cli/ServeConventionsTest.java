@@ -149,35 +149,58 @@ class ServeConventionsTest {
 
     @Test
     void serveBlkServesThroughAListeningSocketItInherits() throws Throwable {
-        Path socket = dir.resolve("blk.sock");
         Path disk = dir.resolve("disk.img");
-        Path log = dir.resolve("serve.log");
         try (RandomAccessFile f = new RandomAccessFile(disk.toFile(), "rw")) {
             f.setLength(4 << 20);
         }
-        List<String> argv = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), Main.class.getName(),
-                "serve", "blk", "--fd=3", "--blk-file=" + disk);
+        String served = serveThroughInheritedSocket(List.of("serve", "blk", "--blk-file=" + disk),
+                socket -> List.of("drive", "blk", "--socket", socket, "--rw", "write", "--verify", "--bs", "4k", "--size", "1m",
+                        "--connect-timeout", "60"));
+        Matcher result = Pattern.compile("RESULT role=virtio4j requests=\\d+ reads=(\\d+) writes=(\\d+) .*io-errors=0 invalid=0 "
+                + "unsupported=0 malformed=0").matcher(served);
+        assertTrue(result.find(), served);
+        assertEquals(256, Integer.parseInt(result.group(2)), "1 MiB written in 4 KiB requests:\n" + served);
+        assertEquals(256, Integer.parseInt(result.group(1)), "and read back to verify:\n" + served);
+    }
+
+    @Test
+    void serveNetServesThroughAListeningSocketItInherits() throws Throwable {
+        // echo: every frame comes back through the loopback back-end and is checked (pattern, length, no duplicate)
+        String served = serveThroughInheritedSocket(List.of("serve", "net", "--mode", "loopback"),
+                socket -> List.of("drive", "net", "--socket", socket, "--mode", "echo", "--packets", "1000", "--drain", "60",
+                        "--connect-timeout", "60"));
+        Matcher result = Pattern.compile("RESULT role=virtio4j RX-packets=(\\d+) RX-bytes=\\d+ TX-packets=(\\d+)").matcher(served);
+        assertTrue(result.find(), served);
+        assertEquals(1000, Integer.parseInt(result.group(1)), "every frame sent reached the back-end:\n" + served);
+        assertEquals(1000, Integer.parseInt(result.group(2)), "and came back to the driver, which checked it:\n" + served);
+    }
+
+    /**
+     * Starts {@code serve} in a child that inherits, as descriptor 3, a listening socket this JVM made and then closed
+     * (so the socket accepts only because the child holds it), runs the driver {@code drive} names against its path
+     * in this JVM (exit 0: everything checked came back intact), stops the child with SIGTERM as a management tool
+     * does, and returns what the child printed.
+     */
+    private String serveThroughInheritedSocket(List<String> serve, java.util.function.Function<String, List<String>> drive)
+            throws Throwable {
+        Path socket = dir.resolve("vhost.sock");
+        Path log = dir.resolve("serve.log");
+        List<String> argv = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+        argv.addAll(serve);
+        argv.add("--fd=3");
         InheritingChild child;
         try (UnixServerSocket listener = UnixServerSocket.listen(socket, 4)) {
             child = InheritingChild.start(argv, listener.fileDescriptor().fd(), 3, log);
         }
-        // This JVM's copy is closed: the socket still accepts only because the child holds it.
         try (child) {
-            String[] r = execute("drive", "blk", "--socket", socket.toString(), "--rw", "write", "--verify", "--bs", "4k",
-                    "--size", "1m", "--connect-timeout", "60");
-            assertEquals("0", r[0], () -> r[1] + "\nserve blk:\n" + read(log));
+            String[] r = execute(drive.apply(socket.toString()).toArray(String[]::new));
+            assertEquals("0", r[0], () -> r[1] + "\nthe back-end's output:\n" + read(log));
             child.signal(InheritingChild.SIGTERM);
-            int exit = child.waitFor(60_000);
-            String served = read(log);
-            assertTrue(exit >= 0, "serve blk still runs after SIGTERM:\n" + served);
-            Matcher result = Pattern.compile("RESULT role=virtio4j requests=\\d+ reads=(\\d+) writes=(\\d+) .*io-errors=0 invalid=0 "
-                    + "unsupported=0 malformed=0").matcher(served);
-            assertTrue(result.find(), served);
-            assertEquals(256, Integer.parseInt(result.group(2)), "1 MiB written in 4 KiB requests:\n" + served);
-            assertEquals(256, Integer.parseInt(result.group(1)), "and read back to verify:\n" + served);
+            assertTrue(child.waitFor(60_000) >= 0, () -> "the back-end still runs after SIGTERM:\n" + read(log));
         }
         assertTrue(Files.exists(socket), "the socket file is the parent's: the back-end leaves it");
+        return read(log);
     }
 
     @ParameterizedTest
