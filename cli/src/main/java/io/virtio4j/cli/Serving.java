@@ -32,7 +32,8 @@ final class Serving {
      * the group's own checks would refuse {@code --print-capabilities} alone, and its messages name no value.
      */
     static final class Endpoint {
-        @Option(names = {"--socket-path", "--socket"}, paramLabel = "PATH", description = "listen on PATH (server, the default role)")
+        @Option(names = {"--socket-path", "--socket"}, paramLabel = "PATH", description = "listen on PATH (server, the default role). "
+                + "Exactly one of --socket-path, --fd and --connect")
         Path socket;
         @Option(names = "--fd", paramLabel = "FDNUM", description = "listen on descriptor FDNUM: an AF_UNIX stream socket "
                 + "the parent process bound and set listening, and let this one inherit")
