@@ -29,9 +29,11 @@ public final class FileDescriptor implements AutoCloseable {
     private static final int F_GETFL = 3;
     private static final int F_SETFL = 4;
     static final int O_NONBLOCK = 0x800;
-    // struct stat on x86-64 and aarch64 glibc: 144 / 128 bytes; st_size is at 48 on both
+    // struct stat on x86-64 and aarch64 glibc: 144 / 128 bytes; st_size is at 48 on both, st_blksize at 56 on both
+    // (a long on x86-64, an int followed by padding on aarch64: read as an int, little-endian, it is the same)
     private static final long STAT_BYTES = 144;
     private static final long ST_SIZE = 48;
+    private static final long ST_BLKSIZE = 56;
 
     private final AtomicInteger fd;
     /** The number this object owned, kept for messages after close. */
@@ -85,11 +87,24 @@ public final class FileDescriptor implements AutoCloseable {
      * it may be mapped without a SIGBUS on access.
      */
     public long size() {
+        return fstat(ST_SIZE, false);
+    }
+
+    /**
+     * The preferred I/O block size of what the descriptor refers to (fstat's st_blksize). On hugetlbfs, a hugetlb
+     * memfd included, it is the huge page size (as is statfs's f_bsize there): the unit mmap offsets and lengths of
+     * such a file must be aligned to.
+     */
+    public long blockSize() {
+        return fstat(ST_BLKSIZE, true);
+    }
+
+    private long fstat(long field, boolean isInt) {
         int n = fd();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment st = arena.allocate(STAT_BYTES, 8);
             Native.call("fstat(" + this + ")", s -> (int) FSTAT.invokeExact(s, n, st));
-            return st.get(ValueLayout.JAVA_LONG, ST_SIZE);
+            return isInt ? Integer.toUnsignedLong(st.get(ValueLayout.JAVA_INT, field)) : st.get(ValueLayout.JAVA_LONG, field);
         }
     }
 

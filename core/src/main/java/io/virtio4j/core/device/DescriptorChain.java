@@ -1,5 +1,7 @@
 package io.virtio4j.core.device;
 
+import io.virtio4j.core.memory.GuestMemory;
+
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -10,6 +12,12 @@ import java.lang.foreign.MemorySegment;
  * {@code length(i)} bytes at {@code offset(i)} of {@code region(i)}; {@link #readable(int)} and
  * {@link #writable(int)} give the same as slices. {@link #gather} and {@link #scatter} treat the readable and
  * writable parts as byte streams, since message framing need not follow descriptor boundaries.
+ *
+ * <p>Elements are not descriptors: a descriptor whose buffer crosses from one guest memory region into the next
+ * one, adjacent in guest-physical space (a front-end's memory table may cut contiguous guest RAM into several
+ * regions, each its own mapping here), becomes one element per region, in order. So a chain may have more elements
+ * than descriptors, up to twice the queue size ({@link #capacity()}); an indirect table itself must still lie in
+ * one region.
  */
 public final class DescriptorChain {
     /** The spec bounds a buffer at 2^32 bytes: a longer chain is refused at pop, whatever its format. */
@@ -25,10 +33,28 @@ public final class DescriptorChain {
     private long readableBytes;
     private long writableBytes;
 
-    DescriptorChain(int capacity) {
+    /** {@link #addGuest} added the whole descriptor. */
+    static final int ADDED = 0;
+    /** {@link #addGuest}: some byte of the descriptor is in no region, or its range wraps 2^64. */
+    static final int UNMAPPED = 1;
+    /** {@link #addGuest}: the descriptor's pieces do not fit in the {@link #capacity()} left. */
+    static final int FULL = 2;
+
+    /**
+     * Room for a chain of {@code queueSize} descriptors: twice that many elements, so that every descriptor of a
+     * full-length chain may cross one region boundary (a real memory layout has a few boundaries; a chain that
+     * crosses more is refused by the queue).
+     */
+    DescriptorChain(int queueSize) {
+        int capacity = 2 * queueSize;
         region = new MemorySegment[capacity];
         offset = new long[capacity];
         length = new long[capacity];
+    }
+
+    /** The most elements a chain may have. */
+    public int capacity() {
+        return region.length;
     }
 
     void reset(int head) {
@@ -55,6 +81,47 @@ public final class DescriptorChain {
             readableCount++;
             readableBytes += len;
         }
+    }
+
+    /**
+     * Adds the descriptor [{@code addr}, +{@code len}) of guest memory, one element per region it lies in. The
+     * common case, one region holding it all, is one lookup as before; a descriptor that leaves a region continues
+     * in the region starting right where it ends, or is {@link #UNMAPPED}. Allocates nothing. On {@link #UNMAPPED}
+     * or {@link #FULL} some pieces may have been added: the caller breaks the queue, and the next pop resets.
+     *
+     * @param len positive (zero-length elements are refused before)
+     * @return {@link #ADDED}, {@link #UNMAPPED} or {@link #FULL}
+     */
+    int addGuest(GuestMemory memory, long addr, long len, boolean writable) {
+        int r = memory.find(addr, len);
+        if (r >= 0) {
+            if (count == region.length) {
+                return FULL;
+            }
+            add(memory.region(r), memory.offsetIn(r, addr), len, writable);
+            return ADDED;
+        }
+        // Unsigned: the range may end exactly at 2^64 (its last byte is 2^64 - 1) but not wrap past it.
+        if (Long.compareUnsigned(addr + len - 1, addr) < 0) {
+            return UNMAPPED;
+        }
+        long at = addr;
+        long left = len;
+        while (left > 0) {
+            int p = memory.find(at, 1);
+            if (p < 0) {
+                return UNMAPPED;
+            }
+            if (count == region.length) {
+                return FULL;
+            }
+            long off = memory.offsetIn(p, at);
+            long n = Math.min(left, memory.regionSize(p) - off);
+            add(memory.region(p), off, n, writable);
+            at += n; // cannot wrap before left reaches 0: the range was checked not to
+            left -= n;
+        }
+        return ADDED;
     }
 
     /** The id to push back as used: the head descriptor index (split) or the buffer id (packed). */

@@ -523,8 +523,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
                 }
                 seenWritable |= writable;
                 checkElementLength(false, slot, len);
-                int r = translate(addr, len, false, slot);
-                chain.add(memory.region(r), memory.offsetIn(r, addr), len, writable);
+                addElement(addr, len, writable, false, slot);
             }
             n++;
             if ((flags & DESC_F_NEXT) == 0) {
@@ -592,8 +591,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
             }
             seenWritable |= writable;
             checkElementLength(true, i, l);
-            int r = translate(a, l, true, i);
-            chain.add(memory.region(r), memory.offsetIn(r, a), l, writable);
+            addElement(a, l, writable, true, i);
         }
     }
 
@@ -610,6 +608,21 @@ public final class PackedDeviceQueue implements DeviceQueue {
         if (total > DescriptorChain.MAX_BYTES) {
             throw breakWith(new ChainTooLargeException(field(inIndirect, idx, "len"), len,
                     "brings the buffer's total length to " + total + " bytes, more than 2^32"));
+        }
+    }
+
+    /**
+     * Adds the element to the chain, split where it crosses into an adjacent region (see {@link DescriptorChain});
+     * breaks the queue when a byte of it is in no region or the pieces overflow the chain's capacity.
+     */
+    private void addElement(long addr, long len, boolean writable, boolean inIndirect, int idx) {
+        int result = chain.addGuest(memory, addr, len, writable);
+        if (result == DescriptorChain.UNMAPPED) {
+            throw breakWith(memory.notCovered(addr, len, field(inIndirect, idx, "addr")));
+        }
+        if (result == DescriptorChain.FULL) {
+            throw breakWith(new ChainTooLongException(field(inIndirect, idx, "addr"), addr, "split at guest memory"
+                    + " region boundaries, the chain has more than " + chain.capacity() + " elements"));
         }
     }
 

@@ -448,8 +448,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
                 throw breakWith(new ChainTooLargeException(field(inIndirect, idx, "len"), len,
                         "brings the chain's total length to " + total + " bytes, more than 2^32"));
             }
-            int r = translate(addr, len, inIndirect, idx);
-            chain.add(memory.region(r), memory.offsetIn(r, addr), len, writable);
+            addElement(addr, len, writable, inIndirect, idx);
             if ((flags & DESC_F_NEXT) == 0) {
                 return lastMain;
             }
@@ -459,8 +458,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
                         "next index is not below the table size " + tableSize));
             }
             // Every descriptor of the table has been visited: following one more link must revisit one. This
-            // also bounds the chain: a direct chain has at most size elements, an indirect table at most
-            // size - (direct prefix) by the check above, so the chain always fits DescriptorChain's capacity.
+            // also bounds the chain: a direct chain has at most size descriptors, an indirect table at most
+            // size - (direct prefix) by the check above; descriptors split at region boundaries may add elements
+            // up to DescriptorChain's capacity (twice the size), which addElement checks.
             if (visited == tableSize) {
                 throw breakWith(new DescriptorLoopException(field(inIndirect, idx, "next"), nextIdx,
                         "chain visits more than the " + tableSize + " descriptors of its table: a loop"));
@@ -473,6 +473,21 @@ public final class SplitDeviceQueue implements DeviceQueue {
             if (!inIndirect) {
                 lastMain = idx;
             }
+        }
+    }
+
+    /**
+     * Adds the element to the chain, split where it crosses into an adjacent region (see {@link DescriptorChain});
+     * breaks the queue when a byte of it is in no region or the pieces overflow the chain's capacity.
+     */
+    private void addElement(long addr, long len, boolean writable, boolean inIndirect, int idx) {
+        int result = chain.addGuest(memory, addr, len, writable);
+        if (result == DescriptorChain.UNMAPPED) {
+            throw breakWith(memory.notCovered(addr, len, field(inIndirect, idx, "addr")));
+        }
+        if (result == DescriptorChain.FULL) {
+            throw breakWith(new ChainTooLongException(field(inIndirect, idx, "addr"), addr, "split at guest memory"
+                    + " region boundaries, the chain has more than " + chain.capacity() + " elements"));
         }
     }
 

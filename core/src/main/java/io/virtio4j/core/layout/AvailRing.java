@@ -44,7 +44,7 @@ public final class AvailRing {
 
     /** Release store: every entry and descriptor written before becomes visible no later than the index. */
     public void idxRelease(int idx) {
-        Le.U16_VH.setRelease(seg, (long) AVAIL_IDX, (short) idx);
+        Le.setU16Release(seg, AVAIL_IDX, idx);
     }
 
     public int flagsAcquire() {
@@ -52,7 +52,7 @@ public final class AvailRing {
     }
 
     public void flagsRelease(int flags) {
-        Le.U16_VH.setRelease(seg, (long) AVAIL_FLAGS, (short) flags);
+        Le.setU16Release(seg, AVAIL_FLAGS, flags);
     }
 
     public int entry(int slot) {
@@ -68,6 +68,6 @@ public final class AvailRing {
     }
 
     public void usedEventRelease(int event) {
-        Le.U16_VH.setRelease(seg, usedEventOffset, (short) event);
+        Le.setU16Release(seg, usedEventOffset, event);
     }
 }

@@ -51,7 +51,7 @@ public final class PackedDescriptors {
 
     /** Release store: the descriptor's other fields (and whatever was written before) are visible no later. */
     public static void flagsRelease(MemorySegment ring, int slot, int flags) {
-        Le.U16_VH.setRelease(ring, (long) DESC_SIZE * slot + DESC_FLAGS, (short) flags);
+        Le.setU16Release(ring, (long) DESC_SIZE * slot + DESC_FLAGS, flags);
     }
 
     /** Plain store of the flags: only for descriptors of a list whose first descriptor is published later. */

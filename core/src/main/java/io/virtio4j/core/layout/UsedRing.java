@@ -46,7 +46,7 @@ public final class UsedRing {
 
     /** Release store: used elements and the payload written before become visible no later than the index. */
     public void idxRelease(int idx) {
-        Le.U16_VH.setRelease(seg, (long) USED_IDX, (short) idx);
+        Le.setU16Release(seg, USED_IDX, idx);
     }
 
     public int flagsAcquire() {
@@ -54,7 +54,7 @@ public final class UsedRing {
     }
 
     public void flagsRelease(int flags) {
-        Le.U16_VH.setRelease(seg, (long) USED_FLAGS, (short) flags);
+        Le.setU16Release(seg, USED_FLAGS, flags);
     }
 
     /** Element id (head index) as written by the device: a raw 32-bit value, to be validated by the reader. */
@@ -78,6 +78,6 @@ public final class UsedRing {
     }
 
     public void availEventRelease(int event) {
-        Le.U16_VH.setRelease(seg, availEventOffset, (short) event);
+        Le.setU16Release(seg, availEventOffset, event);
     }
 }

@@ -10,9 +10,10 @@ import java.util.Arrays;
  * address range backed by a {@link MemorySegment}. Translation turns (guest address, length) into
  * (region, offset) without allocating, or fails with {@link AddressOutOfRangeException}.
  *
- * <p>In process it is usually one region; over vhost-user it is the front-end's memory table. A buffer
- * that spans two regions is rejected: each element must lie inside one region. Immutable and safe to
- * share between threads; a new memory table means a new instance.
+ * <p>In process it is usually one region; over vhost-user it is the front-end's memory table. Lookups here are
+ * for one region; a buffer crossing into an adjacent region is split by its caller (the device queues' chain,
+ * region by region through {@link #find}). Immutable and safe to share between threads; a new memory table means a
+ * new instance.
  */
 public final class GuestMemory {
     private final long[] start;
@@ -91,6 +92,19 @@ public final class GuestMemory {
     public MemorySegment slice(long addr, long len, String field) {
         int r = require(addr, len, field);
         return segment[r].asSlice(addr - start[r], len);
+    }
+
+    /**
+     * The error for a buffer [{@code addr}, +{@code len}) that the regions do not cover even taken together
+     * (a gap, or past the last region), or whose range overflows; {@code field} names the guest-written field.
+     */
+    public AddressOutOfRangeException notCovered(long addr, long len, String field) {
+        if (len < 0 || Long.compareUnsigned(addr + len, addr) < 0) {
+            return outOfRange(addr, len, field);
+        }
+        return new AddressOutOfRangeException(field, addr, "range [0x" + Long.toHexString(addr) + ", +"
+                + Long.toUnsignedString(len) + ") is not covered by guest memory " + describe()
+                + " (a buffer may continue into an adjacent region, not across a gap)");
     }
 
     private AddressOutOfRangeException outOfRange(long addr, long len, String field) {

@@ -314,12 +314,19 @@ class HostileRingTest {
         assertTrue(ring.canariesIntact());
     }
 
+    /** Adjacent regions: the buffer is split, one element each (RegionSpanningTest has the rest). */
     @Test
-    void bufferSpanningTwoRegions() {
+    void bufferSpanningTwoRegionsIsSplit() {
         try (HostileRing two = HostileRing.openTwoRegions(QSZ, DeviceOptions.defaults())) {
             two.desc(0, GUEST_BYTES - 8, 16, R, 0);
             two.makeAvailable(0);
-            assertViolation(two, AddressOutOfRangeException.class, "desc[0].addr", GUEST_BYTES - 8);
+            DescriptorChain chain = two.device.pop();
+            assertEquals(2, chain.count());
+            assertSame(two.memory, chain.region(0));
+            assertEquals(8, chain.length(0));
+            assertSame(two.second, chain.region(1));
+            assertEquals(0, chain.offset(1));
+            assertEquals(8, chain.length(1));
         }
     }
 

@@ -282,10 +282,13 @@ final class BlkRequests {
     }
 
     private void finish(int slot, int status) {
-        answer(head[slot], statusRegion[slot], statusOffset[slot], status, used[slot]);
+        MemorySegment region = statusRegion[slot];
         statusRegion[slot] = null; // do not keep guest memory reachable
         syncAfter[slot] = false;
         free[freeCount++] = slot;
+        // Last: writing the status may fault (a front-end that shrank the region's file: QueueRunner breaks the
+        // queue and goes on), and the slot must be free again by then.
+        answer(head[slot], region, statusOffset[slot], status, used[slot]);
     }
 
     /** Writes the status and pushes the buffer used (unless the queue broke meanwhile: then nothing can go back). */

@@ -1,5 +1,6 @@
 package io.virtio4j.devices.worker;
 
+import io.virtio4j.core.error.GuestMemoryFaultException;
 import io.virtio4j.core.notify.IdleWait;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.os.Affinity;
@@ -33,6 +34,13 @@ import java.util.logging.Logger;
  * dead runner breaks the queue the same way, detaching returns at once (nothing touches the queue), and
  * {@link #close()} joins a thread that has already ended: the control thread never waits for a dead worker, and
  * the connection goes on answering.
+ *
+ * <h2>Guest memory faults</h2>
+ * A front-end that shrinks the file under a mapped region makes the next touch of those pages raise SIGBUS, which
+ * HotSpot turns into an {@link InternalError} in the touching thread ({@link GuestMemoryFaultException} says which).
+ * That is not a death: the thread breaks the queues it holds ({@link GuestMemoryFaultException}), signals their error
+ * eventfds and serves on (see {@link #loop}); system calls on such memory (the engines' preadv, pwritev, io_uring)
+ * fail with EFAULT instead, which the device answers as an I/O error.
  *
  * <h2>A worker that does not answer</h2>
  * When the worker does not take a request in time, or takes it and does not finish it (a pass or a request that
@@ -158,7 +166,11 @@ public final class QueueRunner implements AutoCloseable {
                 modes[q.index()] = effective;
                 attached++;
                 idle = idlePolicy();
-                worker.onAttach(q);
+                try {
+                    worker.onAttach(q);
+                } catch (InternalError e) {
+                    breakOnFault(e); // its memory faulted already: attached, and broken like any queue of a fault
+                }
             });
             handedOver[q.index()] = q;
         } catch (WorkerDeadException e) {
@@ -196,7 +208,7 @@ public final class QueueRunner implements AutoCloseable {
             if (mailbox.death() == null && !mailbox.poisoned()) {
                 mailbox.runOnWorker(() -> {
                     if (queues[q.index()] == q) {
-                        worker.onDetach(q);
+                        detachFromWorker(q);
                         queues[q.index()] = null;
                         modes[q.index()] = null;
                         attached--;
@@ -364,7 +376,62 @@ public final class QueueRunner implements AutoCloseable {
         }
     }
 
+    /**
+     * The serving loop, resumed after a guest memory fault: the fault breaks every queue the thread holds (which
+     * queue's memory faulted is not known here; a blk thread holds one queue, a net thread one pair) and signals
+     * their error eventfds, and the thread goes on answering its mailbox, so the front-end can restart the rings.
+     * The catch is around the whole loop, not one call: in compiled code HotSpot delivers the error asynchronously,
+     * at the next safepoint poll after the faulting access (which reads as zero or garbage meanwhile: no worse than
+     * anything else the front-end writes, as every read of guest memory is treated as hostile and bounds-checked).
+     * Any other throwable still ends the thread ({@link #run}).
+     */
     private void loop() {
+        while (true) {
+            try {
+                serve();
+                return;
+            } catch (InternalError e) {
+                breakOnFault(e);
+            }
+        }
+    }
+
+    /**
+     * Worker thread: the worker lets go of {@code q}. A guest memory fault on the way (answering what finished writes
+     * guest memory) breaks the thread's queues, and the worker is asked again: with its queue broken it touches no
+     * guest memory, and it still waits for what is in flight, which must be over before the memory may be unmapped.
+     */
+    private void detachFromWorker(QueueContext q) {
+        try {
+            worker.onDetach(q);
+        } catch (InternalError e) {
+            breakOnFault(e);
+            worker.onDetach(q);
+        }
+    }
+
+    /**
+     * Worker thread: after a guest memory fault, breaks and reports every attached queue; any other internal error
+     * is rethrown (it ends the thread).
+     */
+    private void breakOnFault(InternalError fault) {
+        if (!GuestMemoryFaultException.isGuestMemoryFault(fault)) {
+            throw fault;
+        }
+        for (int i = 0; i < MAX_QUEUES; i++) {
+            QueueContext q = queues[i];
+            if (q != null && !q.queue().isBroken()) {
+                GuestMemoryFaultException broken = new GuestMemoryFaultException(q.index(), name, fault);
+                LOG.warning(name + ": queue " + q.index() + " broken: " + broken.getMessage());
+                q.queue().fail(broken);
+                if (!mailbox.poisoned()) { // after a poison the connection may have closed the error eventfd
+                    signalError(q);
+                }
+            }
+        }
+    }
+
+    private void serve() {
         // The poison is checked after each call that may be the one that got stuck (a request in drain, a pass,
         // the arming): the control thread wrote it (volatile) before it let the connection go on, which may then
         // close our queues' fds, so a worker that reads it set stops before it reads a kick again.

@@ -44,12 +44,23 @@ class BlkAllocationTest {
     @ParameterizedTest
     @EnumSource(RingFormat.class)
     void servingRequestsAllocatesNothing(RingFormat format) throws IOException {
+        serve(format, false);
+    }
+
+    /** The same with the first write's data across a region boundary: the split path allocates nothing either. */
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void servingRequestsSplitAtARegionBoundaryAllocatesNothing(RingFormat format) throws IOException {
+        serve(format, true);
+    }
+
+    private void serve(RingFormat format, boolean acrossRegions) throws IOException {
         Path f = dir.resolve("disk.img");
         try (RandomAccessFile r = new RandomAccessFile(f.toFile(), "rw")) {
             r.setLength(1 << 20);
         }
         try (BlockStore store = BlockStore.open(f.toString(), false, 512);
-             BlkRig rig = new BlkRig(format, store, engine.open(store, 16), 0 /* write-through */)) {
+             BlkRig rig = new BlkRig(format, store, engine.open(store, 16), 0 /* write-through */, acrossRegions)) {
             long[] out = new long[PER_ROUND];
             long[] in = new long[PER_ROUND];
             long[] inBuf = new long[PER_ROUND];
@@ -57,7 +68,7 @@ class BlkAllocationTest {
             long[] status = new long[PER_ROUND];
             for (int i = 0; i < PER_ROUND; i++) {
                 out[i] = rig.header(BlkLayout.T_OUT, i * 8L);
-                data[i] = rig.alloc(4096);
+                data[i] = acrossRegions && i == 0 ? rig.allocAcross(1000, 4096) : rig.alloc(4096);
                 rig.put(data[i], random(4096, i));
                 status[i] = rig.alloc(1);
                 in[i] = rig.header(BlkLayout.T_IN, i * 8L);

@@ -11,7 +11,11 @@ import io.virtio4j.core.notify.ParkingNotifier;
 import io.virtio4j.core.ordering.Ordering;
 import io.virtio4j.devices.blk.io.BlockIo;
 import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.os.EventFd;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.Memfd;
+import io.virtio4j.os.Mmap;
 import io.virtio4j.os.Poll;
 
 import java.lang.foreign.Arena;
@@ -51,18 +55,46 @@ final class BlkRig implements AutoCloseable {
     final BlkRequests requests;
     final BlockIo io;
     private final long dataBase;
+    /** Where the device's guest memory is cut into two regions, or 0 when it is one. */
+    private final long boundary;
     private long next;
     private int tokens;
     private Poll completionPoll;
 
     BlkRig(RingFormat format, BlockStore store, BlockIo io, long features) {
+        this(format, store, io, features, false);
+    }
+
+    /**
+     * With {@code twoRegions}, the device sees the guest memory as a vhost-user back-end sees a front-end's table of
+     * two adjacent regions: two mappings of one memfd, cut at {@link #boundary()} in the data area, each at its own
+     * address here; the driver writes through a third mapping of it all. A buffer across the boundary then reaches
+     * the device as two elements in different mappings.
+     */
+    BlkRig(RingFormat format, BlockStore store, BlockIo io, long features, boolean twoRegions) {
         this.io = io;
-        RingSegment ring = RingSegment.allocate(arena, format, QSZ, 4096, DATA_BYTES);
+        RingSegment ring;
+        GuestMemory guest;
+        if (twoRegions) {
+            long bytes = RingSegment.bytes(format, QSZ, 4096, DATA_BYTES);
+            try (FileDescriptor fd = Memfd.create("blk-rig", bytes)) { // the mappings outlive the fd
+                ring = RingSegment.carve(Mmap.mapShared(fd, 0, bytes, arena), format, QSZ, 4096);
+                boundary = ring.dataOffset() + DATA_BYTES / 2;
+                guest = GuestMemory.builder()
+                        .region(0, Mmap.mapSharedNoReserve(fd, 0, boundary, arena))
+                        .region(boundary, Mmap.mapSharedNoReserve(fd, boundary, bytes - boundary, arena))
+                        .build();
+            }
+        } else {
+            ring = RingSegment.allocate(arena, format, QSZ, 4096, DATA_BYTES);
+            boundary = 0;
+            guest = ring.guestMemory();
+        }
         mem = ring.segment();
         dataBase = ring.dataOffset();
         next = dataBase;
         driver = DriverQueue.over(ring.areas(), DriverOptions.defaults(), new ParkingNotifier());
-        device = DeviceQueue.over(ring.areas(), ring.guestMemory(), new DeviceOptions(Ordering.WEAK, true, false, false,
+        device = DeviceQueue.over(ring.areas(), guest, new DeviceOptions(Ordering.WEAK, true, false, false,
                 false), new ParkingNotifier());
         requests = new BlkRequests(0, arena, io, cache, store.readOnly(), store.size(), store.blockSize(),
                 "test-serial".getBytes(), stats);
@@ -78,6 +110,25 @@ final class BlkRig implements AutoCloseable {
         }
         mem.asSlice(at, n).fill((byte) 0xEE);
         return at;
+    }
+
+    /** Where the device's two regions meet (see the two-region constructor). */
+    long boundary() {
+        return boundary;
+    }
+
+    /**
+     * {@code n} bytes of guest memory of which the first {@code before} lie below {@link #boundary()} and the rest
+     * above it, filled with 0xEE; the bump allocator moves past them.
+     */
+    long allocAcross(long before, long n) {
+        long at = boundary - before;
+        if (boundary == 0 || at < next || before <= 0 || before >= n) {
+            throw new IllegalStateException("cannot place " + n + " bytes " + before + " before the boundary 0x"
+                    + Long.toHexString(boundary) + " (next free 0x" + Long.toHexString(next) + ")");
+        }
+        next = at;
+        return alloc(n);
     }
 
     /** A request header in guest memory. */

@@ -1,10 +1,14 @@
 package io.virtio4j.devices.worker;
 
 import io.virtio4j.devices.net.OnePairNetLookalike;
+import io.virtio4j.core.error.GuestMemoryFaultException;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.os.EventFd;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.Memfd;
+import io.virtio4j.os.Mmap;
 import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.vhost.backend.QueueContext;
 import org.junit.jupiter.api.Test;
@@ -340,6 +344,97 @@ class QueueRunnerTest {
             }
             assertInstanceOf(QueueAbandonedException.class, tx.queue().violation(), "broken by the worker on its way out");
             assertTrue(w.attaches0.get() <= 1, "queue 0 set up at most once");
+        });
+    }
+
+    /**
+     * Touches a memfd mapping the test shrank (a real SIGBUS, the JVM's InternalError) in the calls it is told to:
+     * a pass, an attach, the first detach.
+     */
+    private static final class FaultingWork implements QueueWorker {
+        final AtomicInteger detaches = new AtomicInteger();
+        volatile boolean faultPass;
+        volatile boolean faultAttach;
+        volatile boolean faultFirstDetach;
+        private final MemorySegment gone;
+        long sink;
+
+        FaultingWork(Arena arena) {
+            try (FileDescriptor fd = Memfd.create("faulting-work", 4096)) {
+                gone = Mmap.mapShared(fd, 0, 4096, arena);
+                Memfd.truncate(fd, 0);
+            }
+        }
+
+        private void touch() {
+            sink += gone.get(ValueLayout.JAVA_BYTE, 0);
+        }
+
+        @Override
+        public void onAttach(QueueContext q) {
+            if (faultAttach) {
+                touch();
+            }
+        }
+
+        @Override
+        public void onDetach(QueueContext q) {
+            if (detaches.incrementAndGet() == 1 && faultFirstDetach) {
+                touch();
+            }
+        }
+
+        @Override
+        public int doWork() {
+            if (faultPass) {
+                faultPass = false;
+                touch();
+            }
+            return 0;
+        }
+
+        @Override
+        public boolean prepareSleep() {
+            return true;
+        }
+    }
+
+    /**
+     * A guest memory fault in a pass, an attach or a detach breaks the thread's queues (GuestMemoryFaultException
+     * naming each ring, error eventfd signalled) and the thread serves on: requests still run, a detach that faulted
+     * is asked again (the worker must still wait for its I/O), and the runner never counts as dead.
+     */
+    @Test
+    @Timeout(60)
+    void aGuestMemoryFaultBreaksTheThreadsQueuesAndTheThreadServesOn() throws Exception {
+        withQueues((g, rx, tx, err) -> {
+            try (Arena arena = Arena.ofShared()) {
+                FaultingWork w = new FaultingWork(arena);
+                QueueRunner r = new QueueRunner("faulting-work", -1, 0, w);
+                try {
+                    r.attach(tx, NotificationMode.NOTIFY);
+                    w.faultPass = true;
+                    g.kickTx(0); // wakes the worker for a pass, which faults
+                    while (!tx.queue().isBroken()) {
+                        Thread.onSpinWait(); // bounded by the test's timeout
+                    }
+                    GuestMemoryFaultException e = assertInstanceOf(GuestMemoryFaultException.class, tx.queue().violation());
+                    assertEquals(tx.index(), e.value(), "names the ring");
+                    assertNotEquals(0, err.tryRead(), "the front-end hears its ring broke");
+                    assertNull(r.failure(), "a fault is not a death");
+
+                    w.faultAttach = true;
+                    r.attach(rx, NotificationMode.NOTIFY); // answered: the attach completes, the queue broken
+                    assertInstanceOf(GuestMemoryFaultException.class, rx.queue().violation());
+                    w.faultFirstDetach = true;
+                    r.detach(tx.index());
+                    assertEquals(2, w.detaches.get(), "the detach that faulted was asked again");
+                    r.detach(rx.index()); // served: the thread lives on
+                    assertNull(r.failure());
+                } finally {
+                    r.close();
+                }
+            }
         });
     }
 

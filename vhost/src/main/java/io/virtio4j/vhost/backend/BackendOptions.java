@@ -10,6 +10,14 @@ import io.virtio4j.core.ordering.Ordering;
  * @param maxMemSlots         GET_MAX_MEM_SLOTS answer: most regions ADD_MEM_REG may build up
  */
 public record BackendOptions(Ordering ordering, boolean cachedAvailOnEnable, int maxMemSlots) {
+    /**
+     * The GET_MAX_MEM_SLOTS answer by default: libvhost-user's VHOST_USER_MAX_RAM_SLOTS, a count every
+     * architecture's KVM memory slots can back. A front-end with hot-plugged memory (QEMU's virtio-mem, DIMMs) adds
+     * regions one by one with ADD_MEM_REG up to it; lookups stay linear over the regions, which the common case (a
+     * handful) keeps cheap.
+     */
+    public static final int DEFAULT_MAX_MEM_SLOTS = 509;
+
     public BackendOptions {
         if (ordering == null || maxMemSlots < 1) {
             throw new IllegalArgumentException("ordering required and maxMemSlots >= 1");
@@ -17,6 +25,6 @@ public record BackendOptions(Ordering ordering, boolean cachedAvailOnEnable, int
     }
 
     public static BackendOptions defaults() {
-        return new BackendOptions(Ordering.WEAK, true, 32);
+        return new BackendOptions(Ordering.WEAK, true, DEFAULT_MAX_MEM_SLOTS);
     }
 }

@@ -23,6 +23,10 @@ import java.util.Map;
  * {@link Change} (new regions mapped, nothing installed yet), the {@link VringTable} checks it against the
  * started rings and {@link Change#install() installs} it; a change closed without being installed unmaps what
  * it mapped. Control thread only.
+ *
+ * <p>A region maps only its own pages: from its mmap_offset rounded down to the fd's page size (the huge page size
+ * on hugetlbfs) to its end rounded up, with MAP_NORESERVE (see {@link Mmap#mapSharedNoReserve}); its segment is the
+ * exact range. A file shrunk after this is survived where the memory is touched (see QueueRunner and VringTable).
  */
 final class MemoryMapper implements AutoCloseable {
     private final int maxMemSlots;
@@ -177,23 +181,26 @@ final class MemoryMapper implements AutoCloseable {
                             "overlaps a region already in the table " + existing);
                 }
                 long fileSize = fileSize(request, field, fd);
-                if (mmapOffset + size > fileSize) {
-                    // Touching a mapped page past the end of its file raises SIGBUS and kills the process.
+                if (Long.compareUnsigned(mmapOffset, fileSize) > 0 || Long.compareUnsigned(size, fileSize - mmapOffset) > 0) {
+                    // Touching a mapped page past the end of its file raises SIGBUS (an InternalError here): refused
+                    // up front. A front-end that shrinks the file later is the worker's to survive (QueueRunner).
                     throw new VhostUserProtocolException(request, field + ".memory_size", size, "mmap_offset 0x"
                             + Long.toHexString(mmapOffset) + " + memory_size runs past the end of the fd (" + fileSize
                             + " bytes)");
                 }
                 Arena arena = Arena.ofShared();
                 try {
-                    MemorySegment whole;
+                    MemorySegment data;
                     try {
-                        // Map from offset 0, as libvhost-user does: hugetlbfs needs huge-page-aligned mmap offsets.
-                        whole = Mmap.mapShared(fd, 0, mmapOffset + size, arena);
+                        // Only the region's own pages, from mmap_offset rounded down to the fd's page size (the huge
+                        // page size on hugetlbfs, where mmap requires it), not the whole file before it; reserving
+                        // nothing: the front-end owns this memory.
+                        data = Mmap.mapSharedNoReserve(fd, mmapOffset, size, arena);
                     } catch (LinuxException e) {
                         throw new VhostUserProtocolException(request, field + ".fd", fd.fd(), "mmap failed: " + e.getMessage());
                     }
                     MemoryRegion r = new MemoryRegion(region.guestPhysAddr(), size, region.userspaceAddr(), mmapOffset,
-                            whole.asSlice(mmapOffset, size));
+                            data);
                     List<MemoryRegion> regions = new ArrayList<>(next.regions());
                     regions.add(r);
                     MemoryTable grown = new MemoryTable(regions);

@@ -9,6 +9,7 @@ import io.virtio4j.core.layout.PackedLayout;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.error.GuestMemoryFaultException;
 import io.virtio4j.core.error.InvalidInflightRegionException;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.layout.SplitLayout;
@@ -346,12 +347,14 @@ final class VringTable implements AutoCloseable {
         RingAreas areas = ringAreas(table, request, v);
         InflightArea area = inflight;
         MemorySegment region = area != null ? inflightRegion(request, v, area) : null;
-        DeviceQueue queue = DeviceQueue.over(areas, table.guestMemory(),
-                DeviceOptions.fromFeatures(features, options.ordering(), options.cachedAvailOnEnable()), v.call);
-        // A split base gives the avail index only: the used index is the one the new queue read from the ring.
-        QueueState state = areas instanceof PackedRingAreas ? packedState(v.base)
-                : QueueState.split((int) v.base, queue.state().nextUsed());
+        DeviceQueue queue;
         try {
+            // Reading the ring (the used index below) can fault if the front-end shrank the file under it.
+            queue = DeviceQueue.over(areas, table.guestMemory(),
+                    DeviceOptions.fromFeatures(features, options.ordering(), options.cachedAvailOnEnable()), v.call);
+            // A split base gives the avail index only: the used index is the one the new queue read from the ring.
+            QueueState state = areas instanceof PackedRingAreas ? packedState(v.base)
+                    : QueueState.split((int) v.base, queue.state().nextUsed());
             if (region == null) {
                 queue.restart(state);
             } else {
@@ -365,6 +368,14 @@ final class VringTable implements AutoCloseable {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "]." + e.field(), e.value(), e.getMessage());
         } catch (VirtqueueException e) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base, e.getMessage());
+        } catch (InternalError e) {
+            if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
+                throw e;
+            }
+            // The ring's pages are gone (the front-end shrank the file under its region): its request fails, the
+            // connection and the other rings go on.
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "].used_addr", v.usedAddr,
+                    "reading the ring faulted (SIGBUS: the file under its memory region was shrunk): " + e.getMessage());
         }
         QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled,
                 features & ~ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES), v.err);

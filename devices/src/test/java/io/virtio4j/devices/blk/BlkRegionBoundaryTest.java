@@ -1,0 +1,127 @@
+package io.virtio4j.devices.blk;
+
+import io.virtio4j.core.driver.ScatterGather;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.devices.blk.io.BlockEngine;
+import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.testkit.NoFdLeaks;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+import static io.virtio4j.testkit.Bytes.crc;
+import static io.virtio4j.testkit.Bytes.random;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * virtio-blk over guest memory cut into two adjacent regions, each its own mapping (as a vhost-user back-end maps a
+ * front-end's table): data, headers and statuses whose descriptors cross the cut reach the device as two elements
+ * each, and go to and from the disk intact (checksums), for every engine and both ring formats.
+ */
+@ExtendWith(NoFdLeaks.class)
+@ParameterizedClass
+@EnumSource(BlockEngine.class)
+class BlkRegionBoundaryTest {
+    private static final int FILE_BYTES = 1 << 20;
+
+    @Parameter
+    BlockEngine engine;
+    @TempDir
+    Path dir;
+    private BlockStore store;
+    private BlkRig rig;
+
+    @AfterEach
+    void close() {
+        if (rig != null) {
+            rig.close();
+        }
+        if (store != null) {
+            store.close();
+        }
+    }
+
+    private void rig(RingFormat format) throws IOException {
+        Path f = dir.resolve("disk.img");
+        try (RandomAccessFile r = new RandomAccessFile(f.toFile(), "rw")) {
+            r.setLength(FILE_BYTES);
+        }
+        store = BlockStore.open(f.toString(), false, 512);
+        rig = new BlkRig(format, store, engine.open(store, 16), BlkRig.WRITEBACK_FEATURES, true);
+    }
+
+    private byte[] fileBytes(long offset, int n) throws IOException {
+        return Arrays.copyOfRange(Files.readAllBytes(dir.resolve("disk.img")), (int) offset, (int) offset + n);
+    }
+
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void dataAcrossTheBoundaryIsWrittenAndReadBackIntact(RingFormat format) throws IOException {
+        rig(format);
+        byte[] data = random(64 * 1024, 7);
+        // OUT: the data in one readable descriptor, 5000 bytes below the cut and the rest above it
+        long h = rig.header(BlkLayout.T_OUT, 16);
+        long d = rig.allocAcross(5000, data.length);
+        rig.put(d, data);
+        long s = rig.alloc(1);
+        assertEquals(1, rig.one(new ScatterGather(4).readable(h, 16).readable(d, data.length).writable(s, 1)));
+        assertEquals(BlkLayout.S_OK, rig.status(s));
+        assertEquals(crc(data), crc(fileBytes(16 * 512, data.length)), "the disk holds what was written");
+
+        long h2 = rig.header(BlkLayout.T_IN, 16);
+        long buf = rig.alloc(data.length + 1);
+        assertEquals(data.length + 1, rig.one(new ScatterGather(4).readable(h2, 16).writable(buf, data.length + 1)));
+        assertEquals(BlkLayout.S_OK, rig.status(buf + data.length));
+        assertEquals(crc(data), crc(rig.bytes(buf, data.length)), "the read returns what was written");
+    }
+
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void aHeaderAcrossTheBoundaryIsReadWhole(RingFormat format) throws IOException {
+        rig(format);
+        byte[] data = random(4096, 9);
+        long hd = rig.allocAcross(7, 16 + data.length); // header split 7 + 9, then the data, in one descriptor
+        rig.put(hd, headerBytes(BlkLayout.T_OUT, 24));
+        rig.put(hd + 16, data);
+        long s = rig.alloc(1);
+        assertEquals(1, rig.one(new ScatterGather(2).readable(hd, 16 + data.length).writable(s, 1)));
+        assertEquals(BlkLayout.S_OK, rig.status(s));
+        assertEquals(crc(data), crc(fileBytes(24 * 512, data.length)));
+        assertEquals(1, rig.stats.writes());
+        assertEquals(0, rig.stats.invalid());
+    }
+
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void aReadWhoseDataAndStatusCrossTheBoundaryLandsInBothRegions(RingFormat format) throws IOException {
+        rig(format);
+        byte[] data = random(8192, 11);
+        long h = rig.header(BlkLayout.T_OUT, 40);
+        long d = rig.alloc(data.length);
+        rig.put(d, data);
+        long s = rig.alloc(1);
+        assertEquals(1, rig.one(new ScatterGather(4).readable(h, 16).readable(d, data.length).writable(s, 1)));
+
+        long h2 = rig.header(BlkLayout.T_IN, 40);
+        long buf = rig.allocAcross(3000, data.length + 1); // 3000 data bytes below the cut, the rest and the status above
+        assertEquals(data.length + 1, rig.one(new ScatterGather(4).readable(h2, 16).writable(buf, data.length + 1)));
+        assertEquals(BlkLayout.S_OK, rig.status(buf + data.length));
+        assertEquals(crc(data), crc(rig.bytes(buf, data.length)));
+    }
+
+    private static byte[] headerBytes(int type, long sector) {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(16).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        b.putInt(type).putInt(0).putLong(sector);
+        return b.array();
+    }
+}
