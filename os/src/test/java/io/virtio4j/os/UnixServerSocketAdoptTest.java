@@ -47,6 +47,32 @@ class UnixServerSocketAdoptTest {
     }
 
     @Test
+    void anAdoptedListenerIsNotPassedOnToThisProcesssChildren() throws Exception {
+        // a descriptor handed down arrives without close-on-exec (the parent cleared it to pass it on)
+        int number = UnixServerSocket.listen(dir.resolve("cloexec.sock"), 1).fileDescriptor().release();
+        Native.call("fcntl(F_SETFD, 0)", st -> (int) FCNTL_INT.invokeExact(st, number, 2 /* F_SETFD */, 0));
+        assertEquals(0, openFlags(number) & O_CLOEXEC, "precondition: inheritable");
+        try (UnixServerSocket adopted = UnixServerSocket.adopt(number)) {
+            assertEquals(O_CLOEXEC, openFlags(number) & O_CLOEXEC);
+        }
+    }
+
+    /** The "flags:" line of /proc/self/fdinfo/N (octal; O_CLOEXEC shows there for a close-on-exec number). */
+    private static int openFlags(int fd) throws java.io.IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/fdinfo/" + fd))) {
+            if (line.startsWith("flags:")) {
+                return Integer.parseInt(line.substring("flags:".length()).trim(), 8);
+            }
+        }
+        throw new IllegalStateException("no flags line for fd " + fd);
+    }
+
+    private static final int O_CLOEXEC = 02000000;
+    private static final java.lang.invoke.MethodHandle FCNTL_INT = Native.downcallErrno("fcntl",
+            java.lang.foreign.Linker.Option.firstVariadicArg(2), java.lang.foreign.ValueLayout.JAVA_INT,
+            java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT);
+
+    @Test
     void aNumberThatIsNotOpenIsRefusedAsSuch() {
         // far above any descriptor limit this process has: never open
         NotAListeningSocketException e = assertThrows(NotAListeningSocketException.class, () -> UnixServerSocket.adopt(1 << 30));
