@@ -23,9 +23,6 @@ public final class FileDescriptor implements AutoCloseable {
     /** fcntl(int, int, ...) with one int argument: variadic from the third. */
     private static final MethodHandle FCNTL_INT = Native.downcallErrno("fcntl", Linker.Option.firstVariadicArg(2),
             JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
-    private static final int F_GETFD = 1;
-    private static final int F_SETFD = 2;
-    private static final int FD_CLOEXEC = 1;
     private static final int F_GETFL = 3;
     private static final int F_SETFL = 4;
     static final int O_NONBLOCK = 0x800;
@@ -34,6 +31,9 @@ public final class FileDescriptor implements AutoCloseable {
     private static final long STAT_BYTES = 144;
     private static final long ST_SIZE = 48;
     private static final long ST_BLKSIZE = 56;
+    private static final int F_GETFD = 1;
+    private static final int F_SETFD = 2;
+    private static final int FD_CLOEXEC = 1;
 
     private final AtomicInteger fd;
     /** The number this object owned, kept for messages after close. */
@@ -67,6 +67,18 @@ public final class FileDescriptor implements AutoCloseable {
 
     public boolean isOpen() {
         return fd.get() != CLOSED;
+    }
+
+    /**
+     * Sets FD_CLOEXEC on this number (not on its open file description): a descriptor this process was handed by its
+     * parent is not passed on to the programs it starts in turn.
+     */
+    public void setCloseOnExec() {
+        int n = fd();
+        int flags = (int) Native.call("fcntl(" + this + ", F_GETFD)", s -> (int) FCNTL_INT.invokeExact(s, n, F_GETFD, 0));
+        if ((flags & FD_CLOEXEC) == 0) {
+            Native.call("fcntl(" + this + ", F_SETFD)", s -> (int) FCNTL_INT.invokeExact(s, n, F_SETFD, flags | FD_CLOEXEC));
+        }
     }
 
     /**
@@ -114,18 +126,6 @@ public final class FileDescriptor implements AutoCloseable {
         int flags = (int) Native.call("fcntl(" + this + ", F_GETFL)", s -> (int) FCNTL_INT.invokeExact(s, n, F_GETFL, 0));
         if ((flags & O_NONBLOCK) == 0) {
             Native.call("fcntl(" + this + ", F_SETFL)", s -> (int) FCNTL_INT.invokeExact(s, n, F_SETFL, flags | O_NONBLOCK));
-        }
-    }
-
-    /**
-     * Sets FD_CLOEXEC on this number (not on its open file description): a descriptor this process was handed by its
-     * parent is not passed on to the programs it starts in turn.
-     */
-    public void setCloseOnExec() {
-        int n = fd();
-        int flags = (int) Native.call("fcntl(" + this + ", F_GETFD)", s -> (int) FCNTL_INT.invokeExact(s, n, F_GETFD, 0));
-        if ((flags & FD_CLOEXEC) == 0) {
-            Native.call("fcntl(" + this + ", F_SETFD)", s -> (int) FCNTL_INT.invokeExact(s, n, F_SETFD, flags | FD_CLOEXEC));
         }
     }
 
