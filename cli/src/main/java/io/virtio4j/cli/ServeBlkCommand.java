@@ -10,11 +10,13 @@ import io.virtio4j.devices.blk.io.BlockStore;
 import io.virtio4j.vhost.backend.BackendOptions;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 
@@ -27,16 +29,17 @@ final class ServeBlkCommand implements Callable<Integer> {
     CommandSpec spec;
 
     static final class Backing {
-        @Option(names = "--file", paramLabel = "PATH", description = "serve this file or block device (it must exist)")
+        @Option(names = {"--file", "--blk-file"}, paramLabel = "PATH", description = "serve this file or block device (it must exist)")
         String file;
         @Option(names = "--null", paramLabel = "SIZE", description = "serve SIZE bytes of nothing (e.g. 1G): reads leave "
                 + "the guest's buffers as they were, writes are dropped", converter = SizeConverter.class)
         Long nullSize;
     }
 
-    @ArgGroup(multiplicity = "1")
+    @Mixin
     Serving.Endpoint endpoint;
-    @ArgGroup(multiplicity = "1")
+    /** Exactly one, checked in {@link #call()} rather than by the group: {@code --print-capabilities} needs neither. */
+    @ArgGroup
     Backing backing;
     @Option(names = "--read-only", description = "offer the device read-only (RO): writes fail with IOERR")
     boolean readOnly;
@@ -64,6 +67,14 @@ final class ServeBlkCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        // vhost-user.json's VHostUserBackendBlockFeature: the conventional options this back-end takes.
+        if (endpoint.printCapabilities(spec, "block", List.of("read-only", "blk-file"))) {
+            return 0;
+        }
+        if (backing == null) {
+            throw new ParameterException(spec.commandLine(), "one of --file=PATH (or --blk-file=PATH) or --null=SIZE is required");
+        }
+        endpoint.check(spec);
         BlkDevice.Options options;
         BlockStore store;
         try {

@@ -8,8 +8,8 @@ import io.virtio4j.devices.net.NetMode;
 import io.virtio4j.devices.net.NetStats;
 import io.virtio4j.devices.net.TapPolling;
 import io.virtio4j.vhost.backend.BackendOptions;
-import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -31,7 +31,7 @@ public final class ServeCommand {
     static final class Net implements Callable<Integer> {
         @Spec
         CommandSpec spec;
-        @ArgGroup(multiplicity = "1")
+        @Mixin
         Serving.Endpoint endpoint;
         @Option(names = "--queues", description = "queue pairs (default ${DEFAULT-VALUE})")
         int queues = 1;
@@ -71,6 +71,10 @@ public final class ServeCommand {
 
         @Override
         public Integer call() throws Exception {
+            if (endpoint.printCapabilities(spec, "net", null)) {
+                return 0;
+            }
+            endpoint.check(spec);
             byte[] macBytes = HexFormat.ofDelimiter(":").parseHex(mac);
             TapPolling polling = new TapPolling(rxPollStop, txPoll);
             NetMode netMode = Converters.netMode(mode, polling);

@@ -34,6 +34,9 @@ public final class FileDescriptor implements AutoCloseable {
     private static final long STAT_BYTES = 144;
     private static final long ST_SIZE = 48;
     private static final long ST_BLKSIZE = 56;
+    private static final int F_GETFD = 1;
+    private static final int F_SETFD = 2;
+    private static final int FD_CLOEXEC = 1;
 
     private final AtomicInteger fd;
     /** The number this object owned, kept for messages after close. */
@@ -67,6 +70,18 @@ public final class FileDescriptor implements AutoCloseable {
 
     public boolean isOpen() {
         return fd.get() != CLOSED;
+    }
+
+    /**
+     * Sets FD_CLOEXEC on this number (not on its open file description): a descriptor this process was handed by its
+     * parent is not passed on to the programs it starts in turn.
+     */
+    public void setCloseOnExec() {
+        int n = fd();
+        int flags = (int) Native.call("fcntl(" + this + ", F_GETFD)", s -> (int) FCNTL_INT.invokeExact(s, n, F_GETFD, 0));
+        if ((flags & FD_CLOEXEC) == 0) {
+            Native.call("fcntl(" + this + ", F_SETFD)", s -> (int) FCNTL_INT.invokeExact(s, n, F_SETFD, flags | FD_CLOEXEC));
+        }
     }
 
     /**

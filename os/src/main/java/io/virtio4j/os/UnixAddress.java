@@ -11,7 +11,7 @@ import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
-/** struct sockaddr_un for a filesystem path: the address of an AF_UNIX socket. */
+/** struct sockaddr_un: the address of an AF_UNIX socket (a filesystem path; read back, also an abstract name). */
 final class UnixAddress {
     private UnixAddress() {
     }
@@ -50,5 +50,38 @@ final class UnixAddress {
         address.set(JAVA_SHORT, FAMILY, AF_UNIX);
         MemorySegment.copy(bytes, 0, address, JAVA_BYTE, PATH, bytes.length);
         return address;
+    }
+
+    /**
+     * The filesystem path in {@code address} as getsockname filled it ({@code length} bytes of it), or null when it
+     * has none: unnamed (only the family), or abstract (sun_path starts with a NUL byte).
+     */
+    static Path pathOf(MemorySegment address, int length) {
+        int bytes = length - (int) PATH;
+        if (bytes <= 0 || address.get(JAVA_BYTE, PATH) == 0) {
+            return null;
+        }
+        byte[] raw = new byte[bytes];
+        MemorySegment.copy(address, JAVA_BYTE, PATH, raw, 0, bytes);
+        int end = 0;
+        while (end < bytes && raw[end] != 0) { // the kernel may count the terminating NUL in the length
+            end++;
+        }
+        return Path.of(new String(raw, 0, end, StandardCharsets.UTF_8));
+    }
+
+    /** {@code address} as text for messages: its path, an abstract name as {@code @name}, or {@code (unnamed)}. */
+    static String describe(MemorySegment address, int length) {
+        Path path = pathOf(address, length);
+        if (path != null) {
+            return path.toString();
+        }
+        int bytes = length - (int) PATH;
+        if (bytes <= 0) {
+            return "(unnamed)";
+        }
+        byte[] raw = new byte[bytes - 1];
+        MemorySegment.copy(address, JAVA_BYTE, PATH + 1, raw, 0, raw.length);
+        return "@" + new String(raw, StandardCharsets.ISO_8859_1).replace('\0', '@');
     }
 }

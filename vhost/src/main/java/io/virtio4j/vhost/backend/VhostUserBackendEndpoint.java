@@ -25,7 +25,7 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
     private final Supplier<VhostUserSession> sessions;
     private volatile boolean closed;
     private volatile UnixServerSocket listener;
-    /** Where {@link #listener} listens: removed by {@link #close()} itself (see there). */
+    /** The socket file {@link #listener} listens at, removed by {@link #close()} itself (see there); null when inherited. */
     private Path listening;
 
     public VhostUserBackendEndpoint(Supplier<VhostUserSession> sessions) {
@@ -35,10 +35,24 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
     /** Listens on {@code path} (replacing a stale socket file) and serves connections until closed. */
     public void listen(Path path) throws IOException {
         Files.deleteIfExists(path);
-        UnixServerSocket l = UnixServerSocket.listen(path, 1);
+        listen(UnixServerSocket.listen(path, 1), path);
+    }
+
+    /**
+     * Serves connections on {@code inherited}, a socket the parent process made and set listening (the back-end
+     * program convention's {@code --fd}), until closed, as {@link #listen(Path)} does on a socket of its own. The
+     * listener is closed at the end; its socket file, made by the parent, is the parent's to remove.
+     */
+    public void listen(UnixServerSocket inherited) throws IOException {
+        listen(inherited, null);
+    }
+
+    /** Serves connections on {@code l}; {@code owned}: the socket file this endpoint made and removes, or null. */
+    private void listen(UnixServerSocket l, Path owned) throws IOException {
+        String path = l.address(); // for messages: the socket file's path, or an abstract name
         synchronized (this) {
             listener = l;
-            listening = path;
+            listening = owned;
         }
         LOG.info("vhost-user back-end listening on " + path);
         Thread serving = null;
@@ -93,7 +107,9 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
                 listening = null;
                 l.close();
             }
-            Files.deleteIfExists(path);
+            if (owned != null) {
+                Files.deleteIfExists(owned);
+            }
         }
     }
 
@@ -129,6 +145,9 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
         synchronized (this) {
             if (listener != null) {
                 listener.shutdown();
+                if (listening == null) {
+                    return; // an inherited listener: its socket file is the parent's
+                }
                 try {
                     Files.deleteIfExists(listening);
                 } catch (IOException e) {
