@@ -327,6 +327,7 @@ public final class QueueRunner implements AutoCloseable {
             if (q != null) {
                 queues[i] = null;
                 q.queue().fail(new QueueAbandonedException(q.index(), name, cause));
+                breakReported[i] = true; // once: no pass follows, but keep the one rule
                 if (signal) {
                     signalError(q);
                 }
@@ -473,6 +474,7 @@ public final class QueueRunner implements AutoCloseable {
         GuestMemoryFaultException broken = new GuestMemoryFaultException(q.index(), name, fault);
         LOG.warning(name + ": queue " + q.index() + " broken: " + broken.getMessage());
         q.queue().fail(broken);
+        breakReported[q.index()] = true; // reported here: the pass's reportBroken must not signal it a second time
         if (!mailbox.poisoned()) { // after a poison the connection may have closed the error eventfd
             signalError(q);
         }
