@@ -398,8 +398,8 @@ public final class VhostUserSession implements AutoCloseable {
     }
 
     /**
-     * Stops every ring, closes every fd and unmaps all memory and the inflight area, the last two through the
-     * device: the connection is gone, but a device thread that did not give its ring back may still read and write
+     * Stops every ring, closes every fd and unmaps all memory and the inflight area, the rings' call and error
+     * eventfd numbers and the last two through the device: the connection is gone, but a device thread that did not give its ring back may still read and write
      * guest memory (or have the kernel do it), and an unmapped (or remapped) range under it would take its data to
      * someone else's memory. The inflight area's content stays in the front-end's fd, for the next back-end.
      */
@@ -410,7 +410,17 @@ public final class VhostUserSession implements AutoCloseable {
             device.reset();
         } finally {
             try {
-                device.retire(memory.release());
+                // The eventfd numbers too: such a thread may still signal a ring's call or error eventfd, and a
+                // closed number may be handed on (see EventFdSlot). One retire: one wait, one log.
+                Runnable unmap = memory.release();
+                Runnable closeEventFds = vrings.releaseEventFds();
+                device.retire(() -> {
+                    try {
+                        unmap.run();
+                    } finally {
+                        closeEventFds.run();
+                    }
+                });
             } finally {
                 // a ring that failed to stop still holds its slice: the area is then never unmapped (a leak, not a
                 // store into memory that is someone else's)

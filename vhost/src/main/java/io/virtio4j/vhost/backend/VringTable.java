@@ -26,6 +26,8 @@ import io.virtio4j.vhost.protocol.VringFd;
 import io.virtio4j.vhost.protocol.VringState;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.logging.Logger;
 
 /**
@@ -45,6 +47,8 @@ final class VringTable implements AutoCloseable {
     private long features;
     /** The inflight area rings started from now on record in (SET_INFLIGHT_FD), or null: rings are untracked. */
     private InflightArea inflight;
+    /** What stopped rings' call and error numbers refer to ({@link #sink()}), or null before the first. */
+    private EventFd sink;
 
     VringTable(VirtioDevice device, BackendOptions options, MemoryMapper memory) {
         this.device = device;
@@ -152,7 +156,7 @@ final class VringTable implements AutoCloseable {
         stop(v);
         // The ring is stopped: its kick and call fds go, new ones come with the next start (libvhost-user does so).
         v.closeKick();
-        v.callFd.close();
+        v.callFd.empty(this::sink);
         return new VringState(v.index, v.base);
     }
 
@@ -271,7 +275,7 @@ final class VringTable implements AutoCloseable {
     void reset() {
         stopAll();
         for (Vring v : vrings) {
-            v.clear();
+            v.clear(this::sink);
         }
         features = 0;
         inflight(null);
@@ -308,8 +312,36 @@ final class VringTable implements AutoCloseable {
             LOG.warning("stopping rings on close: " + e);
         }
         for (Vring v : vrings) {
-            v.clear();
+            v.clear(this::sink);
         }
+    }
+
+    /**
+     * After {@link #close}: what closes the rings' call and error eventfd numbers and the sink, for the device's
+     * retire path to run once none of its threads may still signal them (see EventFdSlot).
+     */
+    Runnable releaseEventFds() {
+        List<EventFd> numbers = new ArrayList<>();
+        for (Vring v : vrings) {
+            v.callFd.release(numbers);
+            v.err.release(numbers);
+        }
+        if (sink != null) {
+            numbers.add(sink);
+            sink = null;
+        }
+        return () -> numbers.forEach(EventFd::close);
+    }
+
+    /**
+     * The eventfd a stopped ring's call and error numbers refer to (see EventFdSlot): nobody reads it; created at
+     * the first stop that needs it, closed with the numbers ({@link #releaseEventFds}).
+     */
+    private EventFd sink() {
+        if (sink == null) {
+            sink = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+        }
+        return sink;
     }
 
     // ---- the lifecycle ----
