@@ -36,11 +36,15 @@ final class EventFdSlot {
     /** The slot's number, and the eventfd it refers to now; null until the first eventfd. Control thread only. */
     private EventFd owned;
 
-    /** Writes 1 to the current eventfd, if there is one; any thread. */
+    /**
+     * Writes 1 to the current eventfd, if there is one; any thread. A counter the front-end saturated (EAGAIN) is
+     * left as it is: it is non-zero, so the front-end is notified already, and its own doing must not end the
+     * device's thread.
+     */
     void signal() {
         EventFd fd = current;
         if (fd != null) {
-            fd.write(1);
+            fd.tryWrite(1);
         }
     }
 

@@ -204,9 +204,10 @@ final class VringTable implements AutoCloseable {
             // call eventfd would otherwise never be notified: GET_VRING_BASE closes it, and QEMU restarts a ring
             // with SET_VRING_KICK (which starts it here) before SET_VRING_CALL, so the buffers that piled up while
             // it was stopped are used with nobody to tell, and a guest asleep waiting for them hangs. A spurious
-            // notification is harmless: drivers re-check the used ring.
+            // notification is harmless: drivers re-check the used ring. A counter the front-end saturated (EAGAIN)
+            // is notified already.
             try {
-                next.write(1);
+                next.tryWrite(1);
             } catch (LinuxException e) {
                 next.close();
                 throw new VhostUserProtocolException(m.name(), "fd", 1, "cannot signal the call eventfd: " + e.getMessage());

@@ -150,6 +150,27 @@ class EventFdSlotTest {
         assertEquals(before, eventFds());
     }
 
+    /**
+     * A front-end that never reads its call eventfd, or filled it on purpose: a signal into the saturated counter
+     * (EAGAIN) is no failure of the signalling thread (the front-end is notified already), and adds nothing.
+     */
+    @Test
+    void aSignalIntoASaturatedEventFdIsNoFailure() {
+        EventFd frontEnd = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+        EventFdSlot slot = new EventFdSlot();
+        try (EventFd view = EventFd.adopt(frontEnd.fileDescriptor().duplicate())) {
+            slot.replace(frontEnd);
+            view.write(FULL);
+            slot.signal();
+            slot.signal();
+            assertEquals(FULL, view.tryRead(), "the counter as the front-end left it");
+            slot.signal();
+            assertEquals(1, view.tryRead(), "signals land again once it is read");
+        } finally {
+            close(slot);
+        }
+    }
+
     /** Empties and releases the slot and closes its number (what a connection's end and the retire path do). */
     private static void close(EventFdSlot slot) {
         List<EventFd> numbers = new ArrayList<>();
