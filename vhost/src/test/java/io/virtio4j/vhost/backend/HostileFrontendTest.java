@@ -722,7 +722,8 @@ class HostileFrontendTest {
     /**
      * FEATURES_OK is kept only for features the back-end accepted: before any SET_FEATURES (a fresh connection
      * negotiated nothing yet) or after a refused one, a status write with it leaves it clear, and GET_STATUS shows
-     * the refusal, as the driver reads it back; after an accepted SET_FEATURES it is kept.
+     * the refusal, as the driver reads it back; after an accepted SET_FEATURES it is kept, until a reset (status 0)
+     * that no SET_FEATURES followed.
      */
     @Test
     void featuresOkIsKeptOnlyForAcceptedFeatures() {
@@ -744,6 +745,13 @@ class HostileFrontendTest {
                 expectFailureAck(fe, Request.SET_FEATURES.code());
                 fe.setStatus(0x3 | FEATURES_OK);
                 assertEquals(0x3, fe.getStatus(), "the last SET_FEATURES was refused");
+                fe.setFeatures(OFFERED & ~PACKED);
+                fe.setStatus(0);
+                fe.setStatus(0x3 | FEATURES_OK);
+                assertEquals(0x3, fe.getStatus(), "FEATURES_OK after a reset without a new SET_FEATURES");
+                fe.setFeatures(OFFERED & ~PACKED);
+                fe.setStatus(0x3 | FEATURES_OK);
+                assertEquals(0x3 | FEATURES_OK, fe.getStatus(), "FEATURES_OK for features accepted after the reset");
             }
         });
     }
