@@ -56,8 +56,10 @@ import java.util.logging.Logger;
  * comes back, it sees the poison before it sleeps again, breaks them ({@link QueueAbandonedException}: a queue
  * object only, no fd, no guest memory) and ends, reading no kick eventfd and signalling nothing. Ownership then:
  * the runner's own fds (epoll set, mailbox eventfd) stay open as long as the thread may run ({@link #close()}
- * leaves them to it); the queues' kick, call and error eventfds stay the connection's, which closes them when it
- * ends. The guest mappings are not unmapped under it: a worker stuck inside a device call may still touch a ring,
+ * leaves them to it); the queues' kick, call and error eventfds stay the connection's: it closes the kicks when it
+ * ends, and parks the call and error numbers on a sink eventfd, closed through the device's retire path like the
+ * memory (a late signal of the stuck worker must not reach a reused number). The guest mappings are not unmapped
+ * under it: a worker stuck inside a device call may still touch a ring,
  * or have the kernel read and write guest memory, so the device keeps a closed runner whose thread has not ended
  * ({@link LingeringRunners}) and the connection's memory is unmapped only once {@link #ended()} (leaked if never).
  */
