@@ -198,7 +198,7 @@ final class VringTable implements AutoCloseable {
     /** A new call eventfd (or none: the front-end polls); swapped under a running ring. */
     void setCall(Message m, VringFd p) throws VhostUserProtocolException {
         Vring v = ring(m.name(), p.index());
-        EventFd next = takeEventFd(m, p);
+        EventFd next = withSink(m, takeEventFd(m, p));
         if (next != null) {
             // Signal the new call eventfd once, as libvhost-user does. Used buffers published while the ring had no
             // call eventfd would otherwise never be notified: GET_VRING_BASE closes it, and QEMU restarts a ring
@@ -218,7 +218,26 @@ final class VringTable implements AutoCloseable {
 
     void setErr(Message m, VringFd p) throws VhostUserProtocolException {
         Vring v = ring(m.name(), p.index());
-        v.err.replace(takeEventFd(m, p));
+        v.err.replace(withSink(m, takeEventFd(m, p)));
+    }
+
+    /**
+     * Makes sure the sink exists before a slot gets a number that will have to be parked on it (see EventFdSlot):
+     * made here, a lack of descriptors refuses this request, instead of failing a ring's stop or the connection's
+     * end later. Returns {@code next}; closes it when refusing.
+     */
+    private EventFd withSink(Message m, EventFd next) throws VhostUserProtocolException {
+        if (next != null) {
+            try {
+                sink();
+            } catch (LinuxException e) {
+                int number = next.fileDescriptor().fd();
+                next.close();
+                throw new VhostUserProtocolException(m.name(), "fd", number,
+                        "no descriptor for the ring's stop-time sink eventfd: " + e.getMessage());
+            }
+        }
+        return next;
     }
 
     void setEnable(String request, VringState s) throws VhostUserProtocolException {
@@ -335,8 +354,8 @@ final class VringTable implements AutoCloseable {
     }
 
     /**
-     * The eventfd a stopped ring's call and error numbers refer to (see EventFdSlot): nobody reads it; created at
-     * the first stop that needs it, closed with the numbers ({@link #releaseEventFds}).
+     * The eventfd a stopped ring's call and error numbers refer to (see EventFdSlot): nobody reads it; created with
+     * the first call or error eventfd ({@link #withSink}), closed with the numbers ({@link #releaseEventFds}).
      */
     private EventFd sink() {
         if (sink == null) {
