@@ -23,8 +23,11 @@ public final class FileDescriptor implements AutoCloseable {
     /** fcntl(int, int, ...) with one int argument: variadic from the third. */
     private static final MethodHandle FCNTL_INT = Native.downcallErrno("fcntl", Linker.Option.firstVariadicArg(2),
             JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
+    private static final MethodHandle DUP3 = Native.downcallErrno("dup3", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
     private static final int F_GETFL = 3;
     private static final int F_SETFL = 4;
+    private static final int F_DUPFD_CLOEXEC = 1030;
+    private static final int O_CLOEXEC = 0x80000;
     static final int O_NONBLOCK = 0x800;
     // struct stat on x86-64 and aarch64 glibc: 144 / 128 bytes; st_size is at 48 on both, st_blksize at 56 on both
     // (a long on x86-64, an int followed by padding on aarch64: read as an int, little-endian, it is the same)
@@ -112,6 +115,25 @@ public final class FileDescriptor implements AutoCloseable {
         if ((flags & O_NONBLOCK) == 0) {
             Native.call("fcntl(" + this + ", F_SETFL)", s -> (int) FCNTL_INT.invokeExact(s, n, F_SETFL, flags | O_NONBLOCK));
         }
+    }
+
+    /** A new descriptor (close-on-exec) for the same open file: owned by the caller, closed apart from this one. */
+    public FileDescriptor duplicate() {
+        int n = fd();
+        return adopt((int) Native.call("fcntl(" + this + ", F_DUPFD_CLOEXEC)",
+                s -> (int) FCNTL_INT.invokeExact(s, n, F_DUPFD_CLOEXEC, 0)));
+    }
+
+    /**
+     * Makes {@code target}'s number refer to this descriptor's open file (dup3, close-on-exec), dropping the file it
+     * referred to, in one step: a read or write another thread makes on that number meanwhile goes to the one file
+     * or the other, never to a third that took over a closed number. Both descriptors stay open and owned as
+     * before.
+     */
+    public void duplicateOnto(FileDescriptor target) {
+        int from = fd();
+        int to = target.fd();
+        Native.call("dup3(" + this + ", " + target + ")", s -> (int) DUP3.invokeExact(s, from, to, O_CLOEXEC));
     }
 
     /** Closes the descriptor the first time; later calls do nothing. */

@@ -28,6 +28,10 @@ import java.util.logging.Logger;
  * spinning is core's {@link IdleWait}; before sleeping the worker arms its notifications
  * ({@link QueueWorker#prepareSleep()}).
  *
+ * <h2>A broken queue</h2>
+ * A queue the driver broke (a ring violation the worker caught) is reported after the pass that found it: its
+ * error eventfd is signalled once (SET_VRING_ERR), and the worker goes on with its other queues.
+ *
  * <h2>Death</h2>
  * A throwable out of the worker ends the thread: every attached queue is broken ({@link QueueAbandonedException})
  * and its error eventfd signalled (SET_VRING_ERR), and the mailbox fails every request at once. Attaching to a
@@ -90,6 +94,10 @@ public final class QueueRunner implements AutoCloseable {
     private final QueueContext[] queues = new QueueContext[MAX_QUEUES];
     private final NotificationMode[] modes = new NotificationMode[MAX_QUEUES];
     private int attached;
+    /** The indexes of the attached queues, {@code [0, attached)}: what a pass's end looks through for breaks. */
+    private final int[] attachedIndexes = new int[MAX_QUEUES];
+    /** Whether queue i's break was reported through its error eventfd (once per attachment). */
+    private final boolean[] breakReported = new boolean[MAX_QUEUES];
     private IdleWait idle = new IdleWait(NotificationMode.NOTIFY, 0);
 
     /**
@@ -164,6 +172,8 @@ public final class QueueRunner implements AutoCloseable {
             mailbox.runOnWorker(() -> {
                 queues[q.index()] = q;
                 modes[q.index()] = effective;
+                breakReported[q.index()] = false;
+                attachedIndexes[attached] = q.index();
                 attached++;
                 idle = idlePolicy();
                 try {
@@ -211,6 +221,12 @@ public final class QueueRunner implements AutoCloseable {
                         detachFromWorker(q);
                         queues[q.index()] = null;
                         modes[q.index()] = null;
+                        for (int i = 0; i < attached; i++) {
+                            if (attachedIndexes[i] == q.index()) {
+                                attachedIndexes[i] = attachedIndexes[attached - 1];
+                                break;
+                            }
+                        }
                         attached--;
                         idle = idlePolicy();
                     }
@@ -441,6 +457,7 @@ public final class QueueRunner implements AutoCloseable {
                 break;
             }
             int work = worker.doWork();
+            reportBroken();
             if (work > 0 || mail) {
                 // Possibly cut short by the device's weight: go round again, so every queue and the mailbox get
                 // their turn (vhost-net requeues its work the same way).
@@ -454,6 +471,29 @@ public final class QueueRunner implements AutoCloseable {
                 continue; // work turned up while arming: serve it (or the loop's check ends it)
             }
             worker.onWake(sleep());
+        }
+    }
+
+    /**
+     * Worker thread, after each pass: a queue the pass (or a kick or event since the last one) found broken (a
+     * {@link io.virtio4j.core.error.RingViolationException}: the driver wrote something no driver may) is no
+     * longer served, and the front-end is told so through the ring's error eventfd (SET_VRING_ERR), once: the
+     * worker goes on with its other queues and the control thread hears nothing of it. A look at each attached
+     * queue's broken flag, no more, so a pass costs nothing more than that.
+     */
+    private void reportBroken() {
+        for (int i = 0; i < attached; i++) {
+            int index = attachedIndexes[i];
+            QueueContext q = queues[index];
+            if (!breakReported[index] && q.queue().isBroken()) {
+                breakReported[index] = true;
+                // After a poison the error eventfds are the control thread's to signal (see breakAttached).
+                if (!mailbox.poisoned()) {
+                    LOG.warning(name + ": queue " + index + " broken (" + q.queue().violation().getMessage()
+                            + "): signalling its error eventfd");
+                    signalError(q);
+                }
+            }
         }
     }
 

@@ -2,6 +2,7 @@ package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.Memfd;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
@@ -79,6 +80,43 @@ class HostileNetPeerTest {
                 assertEquals(1_100, s1.fromGuestPackets());
                 assertEquals(0, s1.fromGuestDrops());
                 assertTrue(s1.fromGuestBytes() > bytes1);
+            }
+            assertFreshConnectionWorks(backend);
+        });
+    }
+
+    /**
+     * A queue the driver breaks (a ring violation the worker catches, not a dead worker) is reported to the
+     * front-end through that ring's error eventfd (SET_VRING_ERR), once; the other ring's is not signalled, and the
+     * other rings keep working.
+     */
+    @Test
+    void aBrokenQueueSignalsItsErrorEventFdOnce() {
+        withBackend(NetBackend.options(2, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
+            try (LogCapture log = new LogCapture(ReflectorWorker.class);
+                 NetDriver g = connect(backend.path(), twoPairs());
+                 EventFd txErr = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+                 EventFd rxErr = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC)) {
+                VhostUserFrontend fe = g.frontend();
+                fe.setVringErr(NetDriver.rxRing(0), rxErr);
+                fe.setVringErr(NetDriver.txRing(0), txErr);
+                Random rnd = new Random(23);
+                echoAndCheck(g, 0, 100, 100, 0, false, rnd);
+                assertEquals(0, txErr.tryRead(), "error eventfd signalled before anything broke");
+
+                addRawTx(g, 0, g.gpa(g.memory().byteSize() + 0x10000), 100);
+                g.kickTx(0);
+                log.await(Level.WARNING, m -> m.contains("transmit queue 1 broken"));
+                while (txErr.tryRead() == 0) {
+                    Thread.sleep(1); // the watchdog of withBackend bounds this
+                }
+                // More kicks on the broken ring, and traffic on the other pair: no second signal, none on rx.
+                addTx(g, 0, frames(rnd, 1, 0).get(0));
+                g.kickTx(0);
+                echoAndCheck(g, 1, 100, 100, 0, false, rnd);
+                assertEquals(backend.device().features() | BIT30, fe.getFeatures());
+                assertEquals(0, txErr.tryRead(), "the break was reported more than once");
+                assertEquals(0, rxErr.tryRead(), "the receive ring is not broken");
             }
             assertFreshConnectionWorks(backend);
         });

@@ -5,7 +5,7 @@ import io.virtio4j.core.notify.Notifier;
 /**
  * The used-buffer notifier of one ring: writes to the ring's current call eventfd, which the front-end may
  * replace at any time (SET_VRING_CALL when it masks or unmasks interrupts), or does nothing when the
- * front-end polls (NOFD). A replaced eventfd is closed once no signal can still be writing to it
+ * front-end polls (NOFD). A replaced eventfd is closed at once, safely under a signal
  * ({@link EventFdSlot}).
  */
 public final class CallNotifier implements Notifier {

@@ -2,81 +2,70 @@ package io.virtio4j.vhost.backend;
 
 import io.virtio4j.os.EventFd;
 
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
-
 /**
  * An eventfd of a ring that the front-end may replace while the device's threads signal it: the call eventfd
- * (SET_VRING_CALL, which QEMU sends on every interrupt mask and unmask) and the error eventfd (SET_VRING_ERR).
- * The control thread {@link #replace replaces} it; any thread {@link #signal signals} it.
+ * (SET_VRING_CALL, which QEMU sends on every interrupt mask and unmask, for the life of a VM) and the error eventfd
+ * (SET_VRING_ERR). The control thread {@link #replace replaces} it; any thread {@link #signal signals} it.
  *
- * <p>When a replaced eventfd is closed. Closing one that a signal is still writing to could make that write land
- * on whatever the kernel hands the number to next, so each signal counts itself in before it reads the current
- * eventfd and out after its write. The control thread installs the new eventfd and only then reads the count.
- * Both are volatile accesses, totally ordered: a signal that read the old eventfd counted itself in before that
- * read, which came before the installation, which came before the control thread's read of the count; so a count
- * of zero means that signal has counted itself out, after its write, and every signal still to come reads the new
- * eventfd. The replaced eventfds are then closed; with a signal in flight they wait for the next replacement or
- * for the ring to stop. Two atomic increments per signal, next to the write system call each signal makes.
+ * <p>Why a replaced eventfd can be closed at once. The slot keeps one descriptor number for as long as it has had
+ * an eventfd, and a replacement does not swap numbers: it makes that number refer to the new eventfd
+ * ({@code dup3}) and closes the number the new one came with. dup3 swaps the file behind the number in one step,
+ * and a write already under way holds its own reference to the file it started on, so a signal racing with a
+ * replacement writes to the old eventfd or the new one, and never to whatever the kernel would hand a closed
+ * number to next. The replaced eventfd's last reference here goes with the swap: nothing waits for the device's
+ * threads to move on, and nothing is kept until the ring stops. A signal costs its one write and no atomic
+ * operation.
+ *
+ * <p>With none (NOFD), signals stop, but the number keeps the last eventfd until the next replacement or
+ * {@link #close}: closing it could race with a signal that read it just before. One descriptor, never more.
  */
 final class EventFdSlot {
+    /** The eventfd signals write to, or null for none; when non-null, {@link #owned}. */
     private volatile EventFd current;
-    private final AtomicInteger signalling = new AtomicInteger();
-    /** Replaced eventfds not closed yet; control thread only. */
-    private final List<EventFd> retired = new ArrayList<>();
+    /** The slot's number, and the eventfd it refers to now; null until the first eventfd. Control thread only. */
+    private EventFd owned;
 
     /** Writes 1 to the current eventfd, if there is one; any thread. */
     void signal() {
-        signalling.incrementAndGet();
-        try {
-            EventFd fd = current;
-            if (fd != null) {
-                fd.write(1);
-            }
-        } finally {
-            signalling.decrementAndGet();
+        EventFd fd = current;
+        if (fd != null) {
+            fd.write(1);
         }
     }
 
     /**
-     * Control thread: makes {@code next} (owned from now on; null for none) the current eventfd; the one it
-     * replaces is closed as soon as no signal can be writing to it.
+     * Control thread: makes {@code next} (owned from now on and closed here unless it becomes the slot's number;
+     * null for none) the eventfd signals write to; the one it replaces is closed with the swap.
      */
     void replace(EventFd next) {
-        EventFd old = current;
-        current = next;
-        if (old != null) {
-            retired.add(old);
+        if (next == null) {
+            current = null;
+            return;
         }
-        closeRetired();
-    }
-
-    /** Control thread: closes the replaced eventfds unless a signal is in flight (see the class comment). */
-    void closeRetired() {
-        if (!retired.isEmpty() && signalling.get() == 0) {
-            retired.forEach(EventFd::close);
-            retired.clear();
+        if (owned == null) {
+            owned = next;
+        } else {
+            try (next) {
+                next.fileDescriptor().duplicateOnto(owned.fileDescriptor());
+            }
         }
+        current = owned;
     }
 
     /**
      * Control thread, with the ring stopped (the device no longer signals, {@link VirtioDevice#stopQueue}): closes
-     * the current eventfd and every replaced one.
+     * the eventfd; the slot is empty again.
      */
     void close() {
-        replace(null);
-        retired.forEach(EventFd::close);
-        retired.clear();
+        current = null;
+        if (owned != null) {
+            owned.close();
+            owned = null;
+        }
     }
 
-    /** Signals in flight now; for tests. */
-    int signalling() {
-        return signalling.get();
-    }
-
-    /** Replaced eventfds still open; for tests. */
-    int retired() {
-        return retired.size();
+    /** Whether the slot holds a descriptor (its current eventfd or, with none, the last one); for tests. */
+    boolean holdsDescriptor() {
+        return owned != null;
     }
 }

@@ -68,7 +68,8 @@ public final class QueueContext {
 
     /**
      * Tells the front-end that this ring failed, through the error eventfd it gave with SET_VRING_ERR; does
-     * nothing when it gave none. For a device whose queue thread died: the ring is no longer served.
+     * nothing when it gave none. For a ring that is no longer served: its queue thread died, or the driver broke
+     * the queue (devices' QueueRunner calls it for both).
      */
     public void signalError() {
         err.signal();

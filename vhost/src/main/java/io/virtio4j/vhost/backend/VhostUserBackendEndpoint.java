@@ -1,6 +1,8 @@
 package io.virtio4j.vhost.backend;
 
+import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
+import io.virtio4j.os.Poll;
 import io.virtio4j.os.UnixServerSocket;
 import io.virtio4j.os.UnixSocket;
 
@@ -12,7 +14,8 @@ import java.util.logging.Logger;
 
 /**
  * The back-end's end of the vhost-user socket, whichever side opens it: {@link #listen} on a path and serve one
- * front-end at a time, accepting the next when one goes; or {@link #connect} to a front-end's socket and
+ * front-end at a time, refusing (closing) any other that connects meanwhile and accepting the next once the one
+ * served goes; or {@link #connect} to a front-end's socket and
  * reconnect with back-off when the front-end goes away. Each connection gets a fresh {@link VhostUserSession}.
  */
 public final class VhostUserBackendEndpoint implements AutoCloseable {
@@ -38,6 +41,9 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
             listening = path;
         }
         LOG.info("vhost-user back-end listening on " + path);
+        Thread serving = null;
+        Served served = null;
+        long connections = 0;
         try {
             while (!closed) {
                 UnixSocket s;
@@ -49,10 +55,37 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
                     }
                     throw e;
                 }
-                LOG.info("front-end connected on " + path);
-                new VhostUserConnection(s, sessionFor(s), path.toString()).serve();
+                connections++;
+                String peer = path + " #" + connections;
+                if (serving != null && serving.isAlive() && !served.hungUp()) {
+                    // One front-end owns the device: a second is told at once (end of stream) instead of waiting
+                    // unanswered in the accept backlog for as long as the first stays.
+                    LOG.warning(peer + ": refused: a front-end is connected already (" + serving.getName()
+                            + "); closing the new connection");
+                    s.close();
+                    continue;
+                }
+                if (serving != null) {
+                    // The served front-end has gone (a reconnect comes right after the close): its connection is
+                    // still releasing the device, which the new one gets once that is done.
+                    joinUninterruptibly(serving);
+                    serving = null;
+                }
+                LOG.info(peer + ": front-end connected");
+                VhostUserSession session = sessionFor(s);
+                try {
+                    served = new Served(s.fileDescriptor().duplicate());
+                } catch (RuntimeException e) {
+                    s.close();
+                    session.close();
+                    throw e;
+                }
+                serving = serve(s, session, served, peer);
             }
         } finally {
+            if (serving != null) {
+                joinUninterruptibly(serving); // a connection being served is finished first (see close())
+            }
             // Only this thread closes the listener, and under the lock close() shuts it down with: the number
             // cannot be closed (and reused by another open) between close() reading it and shutting it down.
             synchronized (this) {
@@ -102,6 +135,63 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
                     LOG.warning("could not remove the socket file " + listening + ": " + e.getMessage());
                 }
             }
+        }
+    }
+
+    /**
+     * Serves the connection on {@code s} on a thread of its own, so that the listening thread can go on accepting
+     * (and refusing) while it runs. The session is made on the listening thread, so that a device refusing one
+     * still ends {@link #listen} with its exception.
+     */
+    private static Thread serve(UnixSocket s, VhostUserSession session, Served served, String peer) {
+        Thread t = new Thread(() -> {
+            try {
+                new VhostUserConnection(s, session, peer).serve();
+            } finally {
+                served.close();
+            }
+        }, "vhost-user " + peer);
+        t.start();
+        return t;
+    }
+
+    /**
+     * The served connection's socket as the listening thread sees it: a duplicate, to tell whether its front-end
+     * has gone, closed by the serving thread when the connection ends (under the lock, so that the listening thread
+     * never polls a number that was closed and perhaps handed to someone else).
+     */
+    private static final class Served {
+        private FileDescriptor socket;
+
+        Served(FileDescriptor socket) {
+            this.socket = socket;
+        }
+
+        /** Whether the front-end closed its end (POLLHUP), or the connection has ended. */
+        synchronized boolean hungUp() {
+            return socket == null || (new Poll(socket, Poll.POLLIN).await(0) & Poll.POLLHUP) != 0;
+        }
+
+        synchronized void close() {
+            if (socket != null) {
+                socket.close();
+                socket = null;
+            }
+        }
+    }
+
+    private static void joinUninterruptibly(Thread t) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                t.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 

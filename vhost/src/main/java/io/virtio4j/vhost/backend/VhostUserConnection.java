@@ -22,11 +22,14 @@ import java.util.logging.Logger;
  * handle it and sends the reply or REPLY_ACK.
  *
  * <p>Error policy. A message with bad framing (version bits, REPLY flag from the front-end, size too large for
- * its request, descriptors where none belong or too many) cannot be trusted to leave the stream in sync: the
- * connection is closed with a log line naming the request. A well-framed message that breaks the protocol is
- * answered with a failure when the front-end asked for an acknowledgement (NEED_REPLY with REPLY_ACK
- * negotiated); otherwise the front-end would go on believing it succeeded, so the connection is closed. Either
- * way the session releases every mapping and descriptor, and the server goes on accepting.
+ * its request, more descriptors than any message carries, descriptors in the middle of a message) cannot be
+ * trusted to leave the stream in sync: the connection is closed with a log line naming the request. A
+ * well-framed message that breaks the protocol (descriptors more or fewer than its request takes included) is
+ * answered with a failure in the request's own terms: a request with a reply of its own gets that reply in its
+ * error form where the format has one ({@link VhostUserSession#failureReply}), any other gets a failure REPLY_ACK
+ * when the front-end asked for one (NEED_REPLY with REPLY_ACK negotiated); otherwise the front-end would go on
+ * believing it succeeded, or wait for a reply, so the connection is closed. Either way the session releases every
+ * mapping and descriptor, and the server goes on accepting.
  */
 public final class VhostUserConnection {
     private static final Logger LOG = Logger.getLogger(VhostUserConnection.class.getName());
@@ -80,6 +83,18 @@ public final class VhostUserConnection {
         try {
             answer = session.handle(m);
         } catch (VhostUserProtocolException e) {
+            Request r = Request.of(m.request());
+            if (r != null && r.hasReply()) {
+                byte[] failed = VhostUserSession.failureReply(m);
+                if (failed == null) {
+                    LOG.warning(peer + ": closing connection: " + e.getMessage() + " (" + m.name()
+                            + " has a reply with no error form)");
+                    return false;
+                }
+                LOG.warning(peer + ": rejected " + e.getMessage());
+                sendReply(m.request(), failed);
+                return true;
+            }
             if (m.needReply() && session.replyAckNegotiated()) {
                 LOG.warning(peer + ": rejected " + e.getMessage());
                 sendReply(m.request(), new U64(1).encode());
@@ -156,7 +171,6 @@ public final class VhostUserConnection {
                         ? "payload must be " + r.minSize() + ".." + r.maxSize() + " bytes for this request"
                         : "larger than any payload this back-end accepts");
             }
-            checkFdCount(r, name, nfds);
             readFully(payload, 0, size, name + " payload");
             return new Message(request, flags, payload.asSlice(0, size), received);
         } catch (VhostUserProtocolException | RuntimeException e) {
@@ -168,20 +182,6 @@ public final class VhostUserConnection {
     private static void closeAll(FileDescriptor[] fds) {
         for (FileDescriptor fd : fds) {
             fd.close();
-        }
-    }
-
-    private static void checkFdCount(Request r, String name, int nfds) throws VhostUserProtocolException {
-        if (r == null) {
-            return; // unknown request: the session rejects it; its descriptors are closed with the message
-        }
-        int allowed = switch (r.fds()) {
-            case Request.Fds.PER_REGION -> Request.MAX_FDS;
-            case Request.Fds.UNLESS_NOFD -> 1;
-            default -> r.fds();
-        };
-        if (nfds > allowed) {
-            throw new VhostUserProtocolException(name, "fds", nfds, "at most " + allowed + " descriptor(s) may come with it");
         }
     }
 

@@ -31,6 +31,9 @@ import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
  * <p>Used by the connection's control thread only; devices run their queues on their own threads.
  */
 public final class VhostUserSession implements AutoCloseable {
+    /** Device status bit: feature negotiation is complete (virtio 1.x 2.1). */
+    static final long STATUS_FEATURES_OK = 0x8;
+
     private final VirtioDevice device;
     private final long offeredFeatures;
     private final long offeredProtocolFeatures;
@@ -39,6 +42,8 @@ public final class VhostUserSession implements AutoCloseable {
 
     private long features;
     private boolean featuresSet;
+    /** The last SET_FEATURES was refused (DPDK's VIRTIO_DEV_FEATURES_FAILED): FEATURES_OK is not kept. */
+    private boolean featuresRefused;
     private long protocolFeatures;
     private long status;
     /** The descriptor to send with the reply {@link #handle} just returned, or null (see {@link #takeReplyFd}). */
@@ -78,12 +83,17 @@ public final class VhostUserSession implements AutoCloseable {
                 throw new VhostUserProtocolException(m.name(), "request", Integer.toUnsignedLong(m.request()), "unknown request");
             }
             String name = m.name();
+            checkFdCount(r, m);
             MemorySegment p = m.payload();
             switch (r) {
                 case GET_FEATURES -> {
                     return getFeatures().encode();
                 }
-                case SET_FEATURES -> setFeatures(name, U64.decode(name, p));
+                case SET_FEATURES -> {
+                    featuresRefused = true; // until it is accepted
+                    setFeatures(name, U64.decode(name, p));
+                    featuresRefused = false;
+                }
                 case SET_OWNER, RESET_OWNER -> {
                     // one front-end per connection: nothing to own; RESET_OWNER is deprecated
                 }
@@ -130,6 +140,65 @@ public final class VhostUserSession implements AutoCloseable {
         } finally {
             m.closeUntakenFds();
         }
+    }
+
+    /**
+     * More descriptors than the request may carry: refused like any other field, not as broken framing (the
+     * descriptors travel beside the bytes, so the stream is still in step), so with REPLY_ACK the front-end gets a
+     * failure naming {@code fds} and the connection goes on. Too few is the handler's to check, where it takes them.
+     */
+    private static void checkFdCount(Request r, Message m) throws VhostUserProtocolException {
+        int allowed = switch (r.fds()) {
+            case Request.Fds.PER_REGION -> Request.MAX_FDS;
+            case Request.Fds.UNLESS_NOFD -> 1;
+            default -> r.fds();
+        };
+        if (m.fdCount() > allowed) {
+            throw new VhostUserProtocolException(m.name(), "fds", m.fdCount(),
+                    "at most " + allowed + " descriptor(s) may come with it");
+        }
+    }
+
+    /**
+     * The answer to a request that has a reply of its own ({@link Request#hasReply()}) and failed, in that reply's
+     * format, or null when the format has no way to say "failed" (the connection then closes: a front-end waits for
+     * the reply, and a made-up value would be taken for the truth). A REPLY_ACK is never the answer to such a
+     * request: the front-end reads the reply in the request's own format (QEMU checks its size), and a u64 1
+     * would be read as, say, one queue. Per request, as QEMU (the reader) and libvhost-user (a writer) have it:
+     * <ul>
+     * <li>GET_CONFIG: an empty payload, the protocol's error answer ("zero length of payload to indicate an
+     *     error"; libvhost-user sets the size to 0; QEMU then fails the read on the size);</li>
+     * <li>GET_INFLIGHT_FD: the inflight payload with {@code mmap_size} 0 and no descriptor, num_queues and
+     *     queue_size as asked (libvhost-user's answer when it cannot allocate; QEMU then goes on without
+     *     inflight tracking);</li>
+     * <li>GET_FEATURES, GET_PROTOCOL_FEATURES, GET_QUEUE_NUM, GET_MAX_MEM_SLOTS, GET_STATUS: a bare u64 whose
+     *     every value means something: closed. Only hostile input makes them fail here (descriptors attached, the
+     *     protocol feature not negotiated): QEMU asks none of them that way;</li>
+     * <li>GET_VRING_BASE: closed. A made-up base would become the ring's resume point (QEMU stores it as
+     *     last_avail_idx) and corrupt the ring; QEMU treats a missing reply as a disconnect and resets it from the
+     *     used index;</li>
+     * <li>anything else with a reply (not served here): closed.</li>
+     * </ul>
+     */
+    public static byte[] failureReply(Message m) {
+        Request r = Request.of(m.request());
+        if (r == null || !r.hasReply()) {
+            return null;
+        }
+        return switch (r) {
+            case GET_CONFIG -> new byte[0];
+            case GET_INFLIGHT_FD -> inflightFailure(m.payload());
+            default -> null;
+        };
+    }
+
+    /** {@code u64 mmap_size = 0; u64 mmap_offset = 0; u16 num_queues; u16 queue_size;} and padding, as asked. */
+    private static byte[] inflightFailure(MemorySegment asked) {
+        byte[] reply = new byte[Request.GET_INFLIGHT_FD.maxSize()];
+        if (asked.byteSize() == reply.length) {
+            MemorySegment.copy(asked, 16, MemorySegment.ofArray(reply), 16, 4); // num_queues, queue_size
+        }
+        return reply;
     }
 
     private void require(String request, int feature) throws VhostUserProtocolException {
@@ -280,9 +349,36 @@ public final class VhostUserSession implements AutoCloseable {
         }
     }
 
+    /**
+     * The driver's status byte (virtio 1.x 2.1), kept for GET_STATUS, with two rules of the device's:
+     * <ul>
+     * <li>FEATURES_OK is kept only when the features are acceptable: a SET_FEATURES was accepted and the last one
+     *     was not refused. Otherwise the bit is cleared, and the driver, which reads the status back (virtio's step
+     *     6; QEMU does GET_STATUS around it), sees the refusal, as DPDK's back-end has it.</li>
+     * <li>0 resets the device: every ring stops and the device's queues return to their initial state, as after
+     *     RESET_DEVICE, so nothing is processed or notified until the driver sets the device up again. Unlike
+     *     RESET_DEVICE, what the front-end told of each ring stays (see {@link VringTable#stopForReset}) and the
+     *     configuration the driver wrote too: QEMU writes 0 also when the VM merely stops, with the guest's driver
+     *     not reset, and older QEMU before GET_VRING_BASE, whose answer must then still be where the ring
+     *     stopped.</li>
+     * </ul>
+     */
     private void setStatus(String request, U64 payload) throws VhostUserProtocolException {
         require(request, ProtocolFeatures.STATUS);
-        status = payload.value() & 0xFF;
+        long s = payload.value();
+        if (s > 0xFF) {
+            throw new VhostUserProtocolException(request, "status", s, "the device status is one byte");
+        }
+        if (s == 0) {
+            vrings.stopForReset();
+            device.reset();
+            status = 0;
+            return;
+        }
+        if ((s & STATUS_FEATURES_OK) != 0 && (!featuresSet || featuresRefused)) {
+            s &= ~STATUS_FEATURES_OK;
+        }
+        status = s;
     }
 
     private U64 getStatus(String request) throws VhostUserProtocolException {
@@ -297,6 +393,7 @@ public final class VhostUserSession implements AutoCloseable {
         device.resetConfig(); // the driver's reset, unlike a connection's end (close)
         features = 0;
         featuresSet = false;
+        featuresRefused = false;
         status = 0;
     }
 

@@ -278,6 +278,24 @@ final class VringTable implements AutoCloseable {
     }
 
     /**
+     * The device is reset by a status write of 0: every ring stops, keeping its base (what a GET_VRING_BASE after
+     * it answers), and its kick goes, so that no ring starts again before the front-end sets it up anew
+     * (QEMU's start sends SET_VRING_KICK for every ring). The rest of each ring's setup stays, the call and error
+     * eventfds too: QEMU sends SET_VRING_ERR only once, when it initialises the device.
+     */
+    void stopForReset() {
+        try {
+            stopAll();
+        } finally {
+            for (Vring v : vrings) {
+                if (!v.isStarted()) {
+                    v.closeKick();
+                }
+            }
+        }
+    }
+
+    /**
      * Stops every ring and closes every eventfd: the connection is gone. The inflight area stays mapped: the caller
      * drops it ({@code inflight(null)}) once the device is reset, so that the device's retire path knows of every
      * thread that did not stop.
@@ -480,9 +498,6 @@ final class VringTable implements AutoCloseable {
             area.users--;
             unmapWhenUnused(area);
         }
-        // The device signals no more: the call and error eventfds replaced while it ran can all go now.
-        v.callFd.closeRetired();
-        v.err.closeRetired();
     }
 
     /**
