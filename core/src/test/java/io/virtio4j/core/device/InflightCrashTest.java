@@ -27,15 +27,20 @@ class InflightCrashTest {
             "pop", "push:0", "push:0", "push:0", "publish", "pop", "push:0", "add:3", "pop", "pop", "unpop", "pop",
             "push:0", "push:0", "publish", "pop", "push:0", "publish"};
 
-    record Case(String name, RingFormat format, int size, boolean inOrder, boolean indirect, int[] elements,
-                String[] script) {
+    record Case(String name, RingFormat format, int size, int areaSize, boolean inOrder, boolean indirect,
+                int[] elements, String[] script) {
+        Case(String name, RingFormat format, int size, boolean inOrder, boolean indirect, int[] elements,
+             String[] script) {
+            this(name, format, size, size, inOrder, indirect, elements, script);
+        }
+
         @Override
         public String toString() {
             return name + " " + format;
         }
 
         InflightRig rig() {
-            return new InflightRig(format, size, inOrder, indirect, name.hashCode(), elements);
+            return new InflightRig(format, size, areaSize, inOrder, indirect, name.hashCode(), elements);
         }
     }
 
@@ -50,6 +55,10 @@ class InflightCrashTest {
                 cases.add(new Case("random-in-order-" + s, format, 16, true, false, new int[] {1, 2},
                         InflightRig.randomScript(100 + s, 40, 16, 3, true)));
             }
+            // A ring smaller than the queue size the area was laid out for (QEMU's queue-size property); packed: a
+            // size that is not a power of two, whose region length it shares with the next size.
+            cases.add(new Case("smaller-ring", format, 16, format == RingFormat.SPLIT ? 64 : 20, false, false,
+                    new int[] {1, 1, 2, 1}, OUT_OF_ORDER));
             cases.add(new Case("indirect", format, 16, false, true, new int[] {1, 1, 3, 2, 2, 3}, OUT_OF_ORDER));
             cases.add(new Case("random-indirect", format, 16, false, true, new int[] {1, 1, 3, 2, 2, 3},
                     InflightRig.randomScript(7, 40, 16, 2, false)));
