@@ -148,24 +148,25 @@ final class PackedInflight {
      */
     static PackedInflight recover(MemorySegment region, int size, MemorySegment ring, int freshUsed,
                                   boolean freshWrap) {
-        InflightRegions.checkSize(region, RingFormat.PACKED, size);
+        int entries = InflightRegions.checkSize(region, RingFormat.PACKED, size);
         PackedInflight t = new PackedInflight(region, size);
         int version = t.u16(PACKED_VERSION);
         if (version == 0) {
-            t.initialise(freshUsed, freshWrap);
+            t.initialise(freshUsed, freshWrap, entries);
             return t;
         }
         if (version != InflightLayout.VERSION) {
             throw new InvalidInflightRegionException("inflight.version", version,
                     "is neither 0 (fresh) nor " + InflightLayout.VERSION);
         }
-        t.recoverUsed(ring);
+        t.recoverUsed(ring, entries);
         return t;
     }
 
-    private void initialise(int used, boolean wrap) {
+    private void initialise(int used, boolean wrap, int entries) {
         region.fill((byte) 0);
-        region.set(U16, PACKED_DESC_NUM, (short) size);
+        // The area's queue size, as DPDK and libvhost-user write it; this queue uses the first size entries only.
+        region.set(U16, PACKED_DESC_NUM, (short) entries);
         for (int i = 0; i < size; i++) {
             next[i] = i + 1;
             region.set(U16, entry(i) + PACKED_ENTRY_NEXT, (short) (i + 1));
@@ -190,19 +191,16 @@ final class PackedInflight {
         U64_VH.setRelease(region, POSITIONS, positions());
     }
 
-    private void recoverUsed(MemorySegment ring) {
+    private void recoverUsed(MemorySegment ring, int entries) {
         long features = region.get(U64, PACKED_FEATURES);
         if (features != 0) {
             throw new InvalidInflightRegionException("inflight.features", features, "no feature is defined: must be 0");
         }
-        int descNum = u16(PACKED_DESC_NUM);
-        if (descNum != size) {
-            throw new InvalidInflightRegionException("inflight.desc_num", descNum, "is not the queue size " + size);
-        }
+        InflightRegions.checkDescNum(region, RingFormat.PACKED, size, u16(PACKED_DESC_NUM));
         int regionBatchHead = u16(PACKED_FREE_HEAD);
         if (regionBatchHead >= size) {
             throw new InvalidInflightRegionException("inflight.free_head", regionBatchHead,
-                    "is not below the queue size " + size);
+                    "is not below the ring size " + size);
         }
         int freeHead = u16(PACKED_OLD_FREE_HEAD);
         if (freeHead > size) {
@@ -214,11 +212,11 @@ final class PackedInflight {
         int wrap = u8(PACKED_USED_WRAP_COUNTER);
         int oldWrap = u8(PACKED_OLD_USED_WRAP_COUNTER);
         if (used >= size) {
-            throw new InvalidInflightRegionException("inflight.used_idx", used, "is not below the queue size " + size);
+            throw new InvalidInflightRegionException("inflight.used_idx", used, "is not below the ring size " + size);
         }
         if (oldUsed >= size) {
             throw new InvalidInflightRegionException("inflight.old_used_idx", oldUsed,
-                    "is not below the queue size " + size);
+                    "is not below the ring size " + size);
         }
         if (wrap > 1) {
             throw new InvalidInflightRegionException("inflight.used_wrap_counter", wrap, "is neither 0 nor 1");
@@ -273,7 +271,7 @@ final class PackedInflight {
                 int n = u16(entry(last) + PACKED_ENTRY_NEXT);
                 if (n >= size) {
                     throw new InvalidInflightRegionException("inflight.desc[" + last + "].next", n,
-                            "a used-batch link is not below the queue size " + size);
+                            "a used-batch link is not below the ring size " + size);
                 }
                 head = n;
             }
@@ -283,10 +281,15 @@ final class PackedInflight {
         int n = 0;
         long highest = -1;
         long[] counters = new long[size];
-        for (int i = 0; i < size; i++) {
+        for (int i = 0; i < entries; i++) {
             int flag = u8(entry(i) + PACKED_ENTRY_INFLIGHT);
             if (flag > 1) {
                 throw new InvalidInflightRegionException("inflight.desc[" + i + "].inflight", flag, "is neither 0 nor 1");
+            }
+            if (flag == 1 && i >= size) {
+                // The area may be laid out for a larger queue than the ring; this queue never takes those entries.
+                throw new InvalidInflightRegionException("inflight.desc[" + i + "].inflight", flag,
+                        "marks an entry at or above the ring size " + size + " in flight");
             }
             if (flag == 0 || committed[i]) {
                 continue;
@@ -353,7 +356,7 @@ final class PackedInflight {
             int n = u16(entry(e) + PACKED_ENTRY_NEXT);
             if (n >= size) {
                 throw new InvalidInflightRegionException("inflight.desc[" + e + "].next", n,
-                        "is not below the queue size " + size);
+                        "is not below the ring size " + size);
             }
             if (owner[n] >= 0) {
                 throw new InvalidInflightRegionException("inflight.desc[" + e + "].next", n,

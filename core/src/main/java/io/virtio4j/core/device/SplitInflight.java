@@ -75,11 +75,11 @@ final class SplitInflight {
      * @throws InvalidInflightRegionException naming the first field that no back-end could have written
      */
     static SplitInflight recover(MemorySegment region, int size, int usedIdx, int[] heads) {
-        InflightRegions.checkSize(region, RingFormat.SPLIT, size);
+        int entries = InflightRegions.checkSize(region, RingFormat.SPLIT, size);
         SplitInflight t = new SplitInflight(region, size);
         int version = Short.toUnsignedInt(region.get(U16, SPLIT_VERSION));
         if (version == 0) {
-            t.initialise(usedIdx);
+            t.initialise(usedIdx, entries);
             return t;
         }
         if (version != InflightLayout.VERSION) {
@@ -90,14 +90,11 @@ final class SplitInflight {
         if (features != 0) {
             throw new InvalidInflightRegionException("inflight.features", features, "no feature is defined: must be 0");
         }
-        int descNum = Short.toUnsignedInt(region.get(U16, SPLIT_DESC_NUM));
-        if (descNum != size) {
-            throw new InvalidInflightRegionException("inflight.desc_num", descNum, "is not the queue size " + size);
-        }
+        InflightRegions.checkDescNum(region, RingFormat.SPLIT, size, Short.toUnsignedInt(region.get(U16, SPLIT_DESC_NUM)));
         int lastBatchHead = Short.toUnsignedInt(region.get(U16, SPLIT_LAST_BATCH_HEAD));
         if (lastBatchHead >= size) {
             throw new InvalidInflightRegionException("inflight.last_batch_head", lastBatchHead,
-                    "is not below the queue size " + size);
+                    "is not below the ring size " + size);
         }
         int regionUsed = Short.toUnsignedInt(region.get(U16, SPLIT_USED_IDX));
         int batchSize = (usedIdx - regionUsed) & 0xFFFF;
@@ -116,7 +113,7 @@ final class SplitInflight {
             int next = Short.toUnsignedInt(region.get(U16, entry(h) + SPLIT_ENTRY_NEXT));
             if (next >= size) {
                 throw new InvalidInflightRegionException("inflight.desc[" + h + "].next", next,
-                        "is not below the queue size " + size);
+                        "is not below the ring size " + size);
             }
             if (inBatch[next]) {
                 throw new InvalidInflightRegionException("inflight.desc[" + h + "].next", next,
@@ -127,10 +124,15 @@ final class SplitInflight {
         int n = 0;
         long[] counters = new long[size];
         long highest = -1;
-        for (int i = 0; i < size; i++) {
+        for (int i = 0; i < entries; i++) {
             int flag = Byte.toUnsignedInt(region.get(ValueLayout.JAVA_BYTE, entry(i) + SPLIT_ENTRY_INFLIGHT));
             if (flag > 1) {
                 throw new InvalidInflightRegionException("inflight.desc[" + i + "].inflight", flag, "is neither 0 nor 1");
+            }
+            if (flag == 1 && i >= size) {
+                // The area may be laid out for a larger queue than the ring, but no head of this ring is that high.
+                throw new InvalidInflightRegionException("inflight.desc[" + i + "].inflight", flag,
+                        "marks a head at or above the ring size " + size + " in flight");
             }
             if (flag == 1 && !inBatch[i]) {
                 long c = region.get(U64, entry(i) + SPLIT_ENTRY_COUNTER);
@@ -174,9 +176,9 @@ final class SplitInflight {
      * last_io and resubmitted garbage), so all of it is zeroed; the version goes last, with release, so a crash
      * half-way leaves a region that is still fresh.
      */
-    private void initialise(int usedIdx) {
+    private void initialise(int usedIdx, int entries) {
         region.fill((byte) 0);
-        region.set(U16, SPLIT_DESC_NUM, (short) size);
+        region.set(U16, SPLIT_DESC_NUM, (short) entries);
         region.set(U16, SPLIT_USED_IDX, (short) usedIdx);
         U16_VH.setRelease(region, (long) SPLIT_VERSION, (short) InflightLayout.VERSION);
     }
