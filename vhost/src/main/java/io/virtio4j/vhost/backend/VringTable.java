@@ -428,8 +428,8 @@ final class VringTable implements AutoCloseable {
 
     /**
      * Ring {@code v}'s region of the inflight area, once the ring is checked to fit it: QEMU sizes the area for
-     * every queue it starts, so a ring beyond it or of another size or format is the front-end's error, not a ring
-     * to run untracked (its buffers would not survive a restart, silently).
+     * every queue it starts, so a ring beyond it, larger than its queue size or of another format is the
+     * front-end's error, not a ring to run untracked (its buffers would not survive a restart, silently).
      */
     private MemorySegment inflightRegion(String request, Vring v, InflightArea area) throws VhostUserProtocolException {
         if (v.index >= area.numQueues()) {
@@ -440,9 +440,12 @@ final class VringTable implements AutoCloseable {
             throw new VhostUserProtocolException(request, "features", features, "rings are " + format()
                     + " but the inflight area was set up for " + area.format() + " rings");
         }
-        if (v.num != area.queueSize()) {
+        // QEMU asks for the area with its queue-size property, and the guest's driver may choose a smaller ring
+        // (virtio lets it write a smaller QUEUE_SIZE; Linux halves it when it cannot allocate the ring): such a ring
+        // records in the first entries of its region, as in libvhost-user and DPDK. A larger one does not fit.
+        if (v.num > area.queueSize()) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].num", v.num,
-                    "the inflight area was set up for queue size " + area.queueSize());
+                    "is larger than the queue size the inflight area was set up for (queue_size " + area.queueSize() + ")");
         }
         return area.region(v.index);
     }

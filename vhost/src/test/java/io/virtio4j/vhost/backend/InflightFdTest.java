@@ -366,8 +366,39 @@ class InflightFdTest {
     }
 
     @Test
-    void aRingOfAnotherSizeThanTheAreasIsRefused() throws Exception {
-        startRefused(0, 128, 1, 256, SPLIT, "vring[0].num", 128);
+    void aRingLargerThanTheAreasQueueSizeIsRefused() throws Exception {
+        startRefused(0, 512, 1, 256, SPLIT, "vring[0].num", 512);
+    }
+
+    /**
+     * QEMU asks for the area with its queue-size property and the guest may choose smaller rings: such a ring starts
+     * and records in its region, the regions keeping the stride of the area's queue size.
+     */
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void aRingSmallerThanTheAreasQueueSizeRecordsInItsRegion(RingFormat format) throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, format == RingFormat.PACKED ? PACKED : SPLIT);
+             Arena arena = Arena.ofConfined()) {
+            InflightDescription d = get(s, 2, 1024, fd);
+            MemorySegment seen = Mmap.mapShared(fd[0], d.mmapSize(), arena);
+            memory(s, Memfd.create("guest", MEM));
+            for (Message m : ring(1, 128)) {
+                s.handle(m);
+            }
+            assertEquals(List.of("start 1"), device.calls);
+            long region = InflightLayout.queueRegionBytes(format, 1024);
+            int version = format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
+            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + version),
+                    "ring 1 initialised region 1, at the area's stride");
+            int descNum = format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
+            assertEquals(1024, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + descNum),
+                    "desc_num is the area's queue size, as DPDK writes it");
+            s.handle(message(Request.GET_VRING_BASE, new VringState(1, 0).encode()));
+        } finally {
+            fd[0].close();
+        }
     }
 
     @Test
