@@ -75,8 +75,6 @@ final class PackedInflight {
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final VarHandle U8_VH = ValueLayout.JAVA_BYTE.varHandle();
-    private static final VarHandle U16_VH = U16.varHandle();
     private static final VarHandle U64_VH = U64.varHandle();
     /** The positions word: used_idx, old_used_idx, used_wrap_counter, old_used_wrap_counter, 2 bytes padding. */
     private static final long POSITIONS = PACKED_USED_IDX;
@@ -178,7 +176,7 @@ final class PackedInflight {
         batchHead = 0;
         storePositions();
         // Last, with release: a crash half-way leaves a region that is still fresh.
-        U16_VH.setRelease(region, (long) PACKED_VERSION, (short) InflightLayout.VERSION);
+        InflightRegions.setU16Release(region, PACKED_VERSION, InflightLayout.VERSION);
     }
 
     private long positions() {
@@ -311,13 +309,13 @@ final class PackedInflight {
         // next recovery accepts and settles the same way.
         for (int i = 0; i < size; i++) {
             if (committed[i]) {
-                U8_VH.setRelease(region, entry(i) + PACKED_ENTRY_INFLIGHT, (byte) 0);
+                InflightRegions.setU8Release(region, entry(i) + PACKED_ENTRY_INFLIGHT, 0);
             }
         }
         usedIdx = oldUsedIdx = oldUsed;
         usedWrap = oldUsedWrap = oldWrap == 1;
         storePositions();
-        U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) size);
+        InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, size);
         freeTop = size;
         freeCount = 0;
         for (int i = size - 1; i >= 0; i--) {
@@ -328,7 +326,7 @@ final class PackedInflight {
                 freeCount++;
             }
         }
-        U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) freeTop);
+        InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, freeTop);
         region.set(U16, PACKED_FREE_HEAD, (short) (freeTop == size ? 0 : freeTop));
         batchHead = freeTop == size ? 0 : freeTop;
         counter = highest + 1;
@@ -489,10 +487,10 @@ final class PackedInflight {
         region.set(U16, h + PACKED_ENTRY_NUM, (short) slots);
         region.set(U16, h + PACKED_ENTRY_LAST, (short) last);
         region.set(U64, h + PACKED_ENTRY_COUNTER, counter++);
-        U8_VH.setRelease(region, h + PACKED_ENTRY_INFLIGHT, (byte) 1);
+        InflightRegions.setU8Release(region, h + PACKED_ENTRY_INFLIGHT, 1);
         freeTop = e;
         freeCount -= slots;
-        U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) freeTop);
+        InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, freeTop);
         headLast[head] = last;
         headNum[head] = slots;
         idHead[id] = head;
@@ -502,9 +500,9 @@ final class PackedInflight {
     /** A buffer fetched from the ring and given back (unpop): its entries return to the free list. */
     void unfetched(int id) {
         int head = idHead[id];
-        U8_VH.setRelease(region, entry(head) + PACKED_ENTRY_INFLIGHT, (byte) 0);
+        InflightRegions.setU8Release(region, entry(head) + PACKED_ENTRY_INFLIGHT, 0);
         release(head);
-        U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) freeTop);
+        InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, freeTop);
     }
 
     /** Links the buffer of {@code head} in front of the free list (mirror and region; the head store is the caller's). */
@@ -548,7 +546,7 @@ final class PackedInflight {
             return;
         }
         for (int k = 0; k < batchLength; k++) {
-            U8_VH.setRelease(region, entry(batch[k]) + PACKED_ENTRY_INFLIGHT, (byte) 0);
+            InflightRegions.setU8Release(region, entry(batch[k]) + PACKED_ENTRY_INFLIGHT, 0);
         }
         int oldestLast = headLast[batch[0]];
         next[oldestLast] = freeTop;
@@ -558,7 +556,7 @@ final class PackedInflight {
         }
         freeTop = batchHead;
         batchLength = 0;
-        U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) freeTop);
+        InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, freeTop);
         oldUsedIdx = usedIdx;
         oldUsedWrap = usedWrap;
         storePositions();

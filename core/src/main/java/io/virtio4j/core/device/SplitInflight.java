@@ -43,8 +43,6 @@ import static io.virtio4j.core.layout.InflightLayout.SPLIT_VERSION;
 final class SplitInflight {
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final VarHandle U8_VH = ValueLayout.JAVA_BYTE.varHandle();
-    private static final VarHandle U16_VH = U16.varHandle();
 
     private final MemorySegment region;
     private final int size;
@@ -151,10 +149,10 @@ final class SplitInflight {
         // comment): a crash in between leaves used_idx behind, and the next recovery clears the same batch again.
         for (int i = 0; i < size; i++) {
             if (inBatch[i]) {
-                U8_VH.setRelease(region, entry(i) + SPLIT_ENTRY_INFLIGHT, (byte) 0);
+                InflightRegions.setU8Release(region, entry(i) + SPLIT_ENTRY_INFLIGHT, 0);
             }
         }
-        U16_VH.setRelease(region, (long) SPLIT_USED_IDX, (short) usedIdx);
+        InflightRegions.setU16Release(region, SPLIT_USED_IDX, usedIdx);
         for (int k = 0; k < n; k++) {
             t.resubmitted[heads[k]] = true;
         }
@@ -180,7 +178,7 @@ final class SplitInflight {
         region.fill((byte) 0);
         region.set(U16, SPLIT_DESC_NUM, (short) entries);
         region.set(U16, SPLIT_USED_IDX, (short) usedIdx);
-        U16_VH.setRelease(region, (long) SPLIT_VERSION, (short) InflightLayout.VERSION);
+        InflightRegions.setU16Release(region, SPLIT_VERSION, InflightLayout.VERSION);
     }
 
     private static long entry(int head) {
@@ -191,7 +189,7 @@ final class SplitInflight {
     void fetched(int head) {
         long e = entry(head);
         region.set(U64, e + SPLIT_ENTRY_COUNTER, counter++);
-        U8_VH.setRelease(region, e + SPLIT_ENTRY_INFLIGHT, (byte) 1);
+        InflightRegions.setU8Release(region, e + SPLIT_ENTRY_INFLIGHT, 1);
     }
 
     /** Whether {@code head} was resubmitted from the region and is not yet pushed. */
@@ -201,7 +199,7 @@ final class SplitInflight {
 
     /** A head fetched from the avail ring and given back (unpop): no longer the device's. */
     void unfetched(int head) {
-        U8_VH.setRelease(region, entry(head) + SPLIT_ENTRY_INFLIGHT, (byte) 0);
+        InflightRegions.setU8Release(region, entry(head) + SPLIT_ENTRY_INFLIGHT, 0);
     }
 
     /**
@@ -224,9 +222,9 @@ final class SplitInflight {
      */
     void published(int usedIdx) {
         for (int k = 0; k < batchLength; k++) {
-            U8_VH.setRelease(region, entry(batch[k]) + SPLIT_ENTRY_INFLIGHT, (byte) 0);
+            InflightRegions.setU8Release(region, entry(batch[k]) + SPLIT_ENTRY_INFLIGHT, 0);
         }
         batchLength = 0;
-        U16_VH.setRelease(region, (long) SPLIT_USED_IDX, (short) usedIdx);
+        InflightRegions.setU16Release(region, SPLIT_USED_IDX, usedIdx);
     }
 }
