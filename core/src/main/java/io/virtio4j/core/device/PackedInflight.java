@@ -62,9 +62,14 @@ import static io.virtio4j.core.layout.InflightLayout.PACKED_VERSION;
  *
  * <p><b>Ordering.</b> As for {@link SplitInflight}: the reader is a later process after this one died, so only the
  * order in which the JIT emits the stores matters, and each store recovery relies on coming after others is a
- * release store: a head entry is marked in flight after its copies, count and counter; the free list moves past it
- * after that; at publication the flags are cleared after the ring's release store, then the batch joins the free
- * list, then the committed position moves. Pushes are plain stores, ordered by the publication's release store.
+ * release store, which keeps the earlier ones before it: a head entry is marked in flight after its copies, count
+ * and counter; the free list moves past it after that; at publication the flags are cleared after the ring's
+ * release store, then the batch joins the free list, then the committed position moves. Pushes are plain stores,
+ * ordered by the publication's release store. A release store does not keep later stores after it: a store-store
+ * fence follows the publication's last store (the next pop writes its count, last and counter into the entry
+ * that is the newest head of the batch just published: before the committed position moved, a death there would
+ * make recovery walk the batch through the new buffer's fields), recovery's writes, and, in recovery, the emptying
+ * of the free list before its links are rewritten.
  *
  * <p><b>Hostile region.</b> Recovery checks every field it uses, with each entry owned by at most one buffer, before
  * writing anything, and then rebuilds the free list from the entries no buffer in flight owns (so an entry leaked
@@ -316,6 +321,8 @@ final class PackedInflight {
         usedWrap = oldUsedWrap = oldWrap == 1;
         storePositions();
         InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, size);
+        // store-store: the links below are rewritten only once the list is empty.
+        VarHandle.storeStoreFence();
         freeTop = size;
         freeCount = 0;
         for (int i = size - 1; i >= 0; i--) {
@@ -328,6 +335,8 @@ final class PackedInflight {
         }
         InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, freeTop);
         region.set(U16, PACKED_FREE_HEAD, (short) (freeTop == size ? 0 : freeTop));
+        // store-store: the hot path's stores (a pop's copies, a push's links) stay after recovery's.
+        VarHandle.storeStoreFence();
         batchHead = freeTop == size ? 0 : freeTop;
         counter = highest + 1;
         resubmitCount = n;
@@ -539,7 +548,8 @@ final class PackedInflight {
     /**
      * The batch is published in the ring (release store just before): its flags are cleared, it joins the free list
      * (the oldest buffer's last entry links to the free list, whose top becomes the newest), then the committed used
-     * position moves to the batch's end. Release stores, each after the ones before.
+     * position moves to the batch's end. Release stores, each after the ones before; then a store-store fence, so
+     * nothing of the next pop or batch moves before them.
      */
     void published() {
         if (batchLength == 0) {
@@ -560,5 +570,9 @@ final class PackedInflight {
         oldUsedIdx = usedIdx;
         oldUsedWrap = usedWrap;
         storePositions();
+        // store-store: the next pop's plain stores (count, last, counter) go into freeTop, this batch's newest head:
+        // emitted before the committed position moved, a death in between would make recovery, seeing the batch
+        // published in the ring, walk it through the new buffer's fields (and refuse the region for ever).
+        VarHandle.storeStoreFence();
     }
 }
