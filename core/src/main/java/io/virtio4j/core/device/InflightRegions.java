@@ -5,10 +5,15 @@ import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.RingFormat;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /** What {@link SplitInflight} and {@link PackedInflight} share: the region's size check and the resubmit order. */
 final class InflightRegions {
+    private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT.withOrder(ByteOrder.LITTLE_ENDIAN);
+
     private InflightRegions() {
     }
 
@@ -60,6 +65,24 @@ final class InflightRegions {
                     + " queue size of at least the ring's " + size + " whose region is the " + region.byteSize()
                     + " bytes given");
         }
+    }
+
+    /**
+     * Stores a u8 field of {@code region} with release semantics (every earlier load and store stays before it) as a
+     * release fence and a plain store, never an 8-bit {@code setRelease}: the front-end may shrink an unsealed area
+     * under the mapping, and on JDK 25 a fault in an interpreted 8- or 16-bit setRelease, setVolatile or setOpaque
+     * crashes the JVM in its SIGBUS handler, where a plain store raises the InternalError the queue's thread turns
+     * into a guest memory fault (see {@code Le.setU16Release}, the same rule for the rings).
+     */
+    static void setU8Release(MemorySegment region, long offset, int value) {
+        VarHandle.releaseFence();
+        region.set(ValueLayout.JAVA_BYTE, offset, (byte) value);
+    }
+
+    /** Stores a little-endian u16 field of {@code region} with release semantics, as {@link #setU8Release}. */
+    static void setU16Release(MemorySegment region, long offset, int value) {
+        VarHandle.releaseFence();
+        region.set(U16, offset, (short) value);
     }
 
     /**
