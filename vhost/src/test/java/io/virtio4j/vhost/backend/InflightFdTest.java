@@ -323,6 +323,32 @@ class InflightFdTest {
         }
     }
 
+    /**
+     * An unsealed area the front-end shrank before the ring starts: the queue's first look at its region faults
+     * (SIGBUS, on the control thread), and the start is refused naming the ring's inflight region; the connection
+     * goes on, and the ring starts once the area is whole again.
+     */
+    @Test
+    void aRingWhoseUnsealedAreaWasShrunkIsRefusedNamingItsRegion() throws Exception {
+        Device device = new Device();
+        long bytes = InflightLayout.areaBytes(RingFormat.SPLIT, 1, 256);
+        try (VhostUserSession s = negotiated(device, SPLIT); FileDescriptor unsealed = Memfd.create("dpdk", bytes)) {
+            s.handle(message(Request.SET_INFLIGHT_FD, new InflightDescription(bytes, 0, 1, 256).encode(),
+                    unsealed.duplicate()));
+            Memfd.truncate(unsealed, 0);
+            memory(s, Memfd.create("guest", MEM));
+            Message[] setup = ring(0, 256);
+            for (int i = 0; i < setup.length - 1; i++) {
+                s.handle(setup[i]);
+            }
+            refused(s, setup[setup.length - 1], "vring[0].inflight", 0);
+            assertFalse(device.calls.contains("start 0"), "the ring is not started");
+            Memfd.truncate(unsealed, bytes);
+            s.handle(message(Request.SET_VRING_ENABLE, new VringState(0, 1).encode()));
+            assertEquals(List.of("start 0"), device.calls);
+        }
+    }
+
     // ---- ring starts against the area ----
 
     /** Maps one 64 KiB region at {@link #USER}; rings are carved at 16 KiB per ring index. */
