@@ -101,6 +101,14 @@ final class SplitInflight {
         int regionUsed = Short.toUnsignedInt(region.get(U16, SPLIT_USED_IDX));
         int batchSize = (usedIdx - regionUsed) & 0xFFFF;
         if (batchSize > size) {
+            int behind = (regionUsed - usedIdx) & 0xFFFF;
+            if (behind <= size) {
+                // Up to a ring behind: the guest moved its ring's used.idx back (it owns that memory; a device
+                // never moves it back), rather than the region's used_idx being forged ahead.
+                throw new InvalidInflightRegionException("used.idx", usedIdx, "is " + behind
+                        + " entries behind the inflight region's used_idx " + regionUsed
+                        + ": the ring's used index went back");
+            }
             throw new InvalidInflightRegionException("inflight.used_idx", regionUsed, "is " + batchSize
                     + " entries behind the ring's used.idx " + usedIdx + ": a batch longer than the queue size " + size);
         }

@@ -287,6 +287,12 @@ class SplitInflightRegionTest {
     }
 
     @Test
+    void ringUsedIdxThatWentBackBehindTheRegionIsBlamedOnTheRing() {
+        // The ring's used.idx is 2: a region used_idx of 5 means the guest moved used.idx back by 3.
+        assertRefused("used.idx", 2, f -> f.region.set(U16, SPLIT_USED_IDX, (short) 5));
+    }
+
+    @Test
     void batchLinkBeyondTheQueue() {
         // The last batch is heads[3] then heads[1]: used_idx one batch back makes recovery follow heads[1]'s link.
         assertRefused("inflight.desc[1].next", 0xFFFF, f -> {
