@@ -147,6 +147,10 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
         Thread t = new Thread(() -> {
             try {
                 new VhostUserConnection(s, session, peer).serve();
+            } catch (RuntimeException e) {
+                // Releasing the session failed (a device that could not stop a ring): this connection is over,
+                // the listening thread goes on with the next front-end.
+                LOG.severe(peer + ": releasing the connection: " + e);
             } finally {
                 served.close();
             }

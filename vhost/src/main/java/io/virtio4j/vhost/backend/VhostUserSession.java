@@ -169,8 +169,8 @@ public final class VhostUserSession implements AutoCloseable {
      * <li>GET_CONFIG: an empty payload, the protocol's error answer ("zero length of payload to indicate an
      *     error"; libvhost-user sets the size to 0; QEMU then fails the read on the size);</li>
      * <li>GET_INFLIGHT_FD: the inflight payload with {@code mmap_size} 0 and no descriptor, num_queues and
-     *     queue_size as asked (libvhost-user's answer when it cannot allocate; QEMU then goes on without
-     *     inflight tracking);</li>
+     *     queue_size as asked (what libvhost-user and DPDK answer when they cannot allocate the region; QEMU
+     *     reads mmap_size 0 as "no inflight region" and goes on without inflight tracking);</li>
      * <li>GET_FEATURES, GET_PROTOCOL_FEATURES, GET_QUEUE_NUM, GET_MAX_MEM_SLOTS, GET_STATUS: a bare u64 whose
      *     every value means something: closed. Only hostile input makes them fail here (descriptors attached, the
      *     protocol feature not negotiated): QEMU asks none of them that way;</li>

@@ -433,6 +433,57 @@ class HostileFrontendTest {
         }
     }
 
+    /** How a message whose header came with descriptors goes wrong after them. */
+    enum ReadFailure {
+        /** the rest of the header has bad version bits */
+        BAD_VERSION,
+        /** the header announces more payload than the request can have */
+        SIZE_TOO_LARGE,
+        /** the header is whole, then the peer closes before the payload */
+        PAYLOAD_NEVER_COMES,
+        /** the payload comes with descriptors of its own */
+        DESCRIPTORS_WITH_THE_PAYLOAD
+    }
+
+    /**
+     * A header that arrives short with descriptors (a memfd among them: one leaked would pin guest memory) and then
+     * fails on the read path in any other way: the connection is closed and so is every descriptor that came, the
+     * server goes on serving.
+     */
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.EnumSource(ReadFailure.class)
+    void aShortHeaderWithDescriptorsThatThenFailsClosesThem(ReadFailure failure) {
+        try (EventFd a = eventFd(); FileDescriptor mem = Memfd.create("hostile", MEM); EventFd b = eventFd()) {
+            Map<Integer, String> fds = OpenFds.snapshot();
+            assertTimeoutPreemptively(WATCHDOG, () -> {
+                try (UnixSocket s = UnixSocket.connect(server.path()); Arena arena = Arena.ofConfined();
+                     VhostUserFrontend fe = VhostUserFrontend.over(s)) {
+                    MemorySegment m = arena.allocate(12 + 40, 8);
+                    m.set(ValueLayout.JAVA_INT, 0, Request.SET_MEM_TABLE.code());
+                    m.set(ValueLayout.JAVA_INT, 4, failure == ReadFailure.BAD_VERSION ? 0x2 : V);
+                    m.set(ValueLayout.JAVA_INT, 8, failure == ReadFailure.SIZE_TOO_LARGE ? 1000 : 40);
+                    s.sendmsg(m, 5, a.fileDescriptor(), mem); // part of the header, with the descriptors
+                    s.sendmsg(m.asSlice(5), 7); // the rest of the header
+                    switch (failure) {
+                        case PAYLOAD_NEVER_COMES -> {
+                            s.sendmsg(m.asSlice(12), 20); // half the payload, then the close below
+                            return;
+                        }
+                        case DESCRIPTORS_WITH_THE_PAYLOAD -> s.sendmsg(m.asSlice(12), 40, b.fileDescriptor());
+                        default -> {
+                        }
+                    }
+                    expectClosed(fe);
+                }
+            });
+            assertTimeoutPreemptively(WATCHDOG, () -> {
+                assertNewConnectionAnswers();
+                server.assertServing();
+            });
+            OpenFds.assertBackTo(fds);
+        }
+    }
+
     // ---- protocol errors with REPLY_ACK: a failure reply, the connection goes on ----
 
     @Test
@@ -760,6 +811,30 @@ class HostileFrontendTest {
                 assertArrayEquals(new byte[] {1, 2, 3, 4}, fe.getConfig(0, 4), "the connection goes on");
             });
         }
+    }
+
+    /**
+     * GET_INFLIGHT_FD that fails (here: INFLIGHT_SHMFD is not offered by this device) is answered in its own format:
+     * mmap_size 0 and no descriptor, which QEMU reads as "no inflight region", num_queues and queue_size as asked;
+     * the connection goes on.
+     */
+    @Test
+    void aFailedGetInflightFdIsAnsweredWithNoRegion() {
+        attack(true, fe -> {
+            byte[] asked = buf(24).putLong(0).putLong(0).putShort((short) 2).putShort((short) 256).putInt(0).array();
+            fe.sendRaw(Request.GET_INFLIGHT_FD.code(), V, asked);
+            Reply r = fe.receive();
+            assertNotNull(r, "the back-end closed the connection instead of answering GET_INFLIGHT_FD");
+            assertEquals(Request.GET_INFLIGHT_FD.code(), r.request());
+            assertEquals(ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY, r.flags());
+            ByteBuffer b = ByteBuffer.wrap(r.payload()).order(ByteOrder.nativeOrder());
+            assertEquals(24, r.payload().length);
+            assertEquals(0, b.getLong(0), "mmap_size");
+            assertEquals(0, b.getLong(8), "mmap_offset");
+            assertEquals(2, b.getShort(16), "num_queues");
+            assertEquals(256, b.getShort(18), "queue_size");
+            assertEquals(OFFERED, fe.getFeatures(), "the connection goes on");
+        });
     }
 
     /**
