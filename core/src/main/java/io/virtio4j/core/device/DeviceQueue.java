@@ -70,13 +70,21 @@ public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue 
      *
      * <p>Every count, index, link and counter in the region is hostile input (the front-end can write it).
      *
+     * <p>The region may be laid out for a larger queue than this ring: QEMU asks for the area with its queue-size
+     * property, while the driver may choose a smaller ring. Its desc_num is that queue size (a fresh region gets the
+     * smallest queue size from {@link #size()} up whose region has its length, which is the one asked for whenever
+     * that is a power of two); the entries at or above {@link #size()} are never used, and a region marking one of
+     * them in flight is refused, naming it.
+     *
      * @param inflightRegion exactly {@link io.virtio4j.core.layout.InflightLayout#queueRegionBytes} bytes for this
-     *                       queue's format and size; the queue writes it from its owning thread from now on
+     *                       queue's format and a queue size at least {@link #size()} (the area's); the queue writes it
+     *                       from its owning thread from now on
      * @return the number of buffers resubmitted
      * @throws io.virtio4j.core.error.InvalidInflightRegionException when the region's content is not one a back-end
      *         wrote (the queue is then broken and nothing is resubmitted)
      * @throws io.virtio4j.core.error.InvalidQueueStateException as {@link #restart(QueueState)}
-     * @throws IllegalArgumentException when the region's size is not the queue's region size
+     * @throws IllegalArgumentException when the region's length is not the region size of any queue size from
+     *         {@link #size()} up
      */
     int restart(QueueState state, java.lang.foreign.MemorySegment inflightRegion);
 
