@@ -57,14 +57,23 @@ public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue 
     /**
      * Resumes at {@code state} as {@link #restart(QueueState)} does, and from now on records every buffer in flight
      * in {@code inflightRegion}: this queue's region of vhost-user's inflight area
-     * ({@link io.virtio4j.core.layout.InflightLayout}, the layout DPDK and libvhost-user use), so that a back-end
+     * ({@link io.virtio4j.core.layout.InflightLayout}, DPDK's and libvhost-user's byte layout), so that a back-end
      * restarted after a crash can give back what its predecessor took and never returned.
      *
      * <p>A region whose version is 0 is fresh (or the front-end reset the device): it is initialised and nothing is
-     * resubmitted. Otherwise the region is recovered first, as libvhost-user and DPDK do: a used batch that was
-     * published but not yet cleared from the region is cleared, and every buffer still marked in flight is
-     * resubmitted: the next {@link #pop()}s return them, in the order they were first fetched, before any buffer
-     * from the available ring, and the available position moves past them (split: {@code used.idx + resubmitted}).
+     * resubmitted, and the queue resumes with its available position at the used position ({@code state}'s used index:
+     * split, the ring's used.idx), not at {@code state.nextAvail()} (SET_VRING_BASE's), unlike libvhost-user and DPDK,
+     * which keep the base. Why: with no record of what a previous back-end did with the buffers between the two,
+     * re-popping them is the only choice that cannot leave the driver waiting for ever for one that was popped and
+     * never returned. After a disconnect QEMU sends the used index as the base anyway, so this matters only after an
+     * orderly stop followed by a fresh area (a migration destination, a front-end that asks for a new area): there a
+     * buffer the old back-end popped and had not returned is done again, and done twice if that back-end still
+     * completes it after it was stopped (which a stopped back-end must not do).
+     *
+     * <p>Otherwise the region is recovered first, as libvhost-user and DPDK do: a used batch that was published but not
+     * yet cleared from the region is cleared, and every buffer still marked in flight is resubmitted: the next
+     * {@link #pop()}s return them, in the order they were first fetched, before any buffer from the available ring,
+     * and the available position moves past them (split: {@code used.idx + resubmitted}).
      * {@link #enableKicksOrFindPending()} reports resubmitted buffers as pending, so a device that looks at the ring
      * once after a start finds them without a kick.
      *

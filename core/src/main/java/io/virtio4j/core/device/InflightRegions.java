@@ -30,7 +30,8 @@ final class InflightRegions {
      */
     static int checkSize(MemorySegment region, RingFormat format, int size) {
         long bytes = region.byteSize();
-        long header = format == RingFormat.PACKED ? InflightLayout.PACKED_HEADER_SIZE : InflightLayout.SPLIT_HEADER_SIZE;
+        long header = format == RingFormat.PACKED ? InflightLayout.PACKED_HEADER_SIZE
+                : InflightLayout.SPLIT_HEADER_SIZE;
         long entry = format == RingFormat.PACKED ? InflightLayout.PACKED_ENTRY_SIZE : InflightLayout.SPLIT_ENTRY_SIZE;
         // Only sizes whose unrounded region lies within the last 64 bytes can round up to the length.
         long from = Math.max(size, (bytes - InflightLayout.REGION_ALIGN - header) / entry + 1);
@@ -43,8 +44,9 @@ final class InflightRegions {
             }
         }
         if (found < 0) {
-            throw new IllegalArgumentException("a " + format + " queue of size " + size + " needs an inflight region of "
-                    + InflightLayout.queueRegionBytes(format, size) + " bytes (or of a larger queue size), not " + bytes);
+            throw new IllegalArgumentException("a " + format + " queue of size " + size + " needs an inflight region"
+                    + " of " + InflightLayout.queueRegionBytes(format, size) + " bytes (or of a larger queue size), not "
+                    + bytes);
         }
         if (!region.isNative() || region.address() % 8 != 0) {
             throw new IllegalArgumentException("the inflight region must be native memory aligned to 8 bytes");

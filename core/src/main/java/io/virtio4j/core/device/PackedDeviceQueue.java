@@ -189,7 +189,8 @@ public final class PackedDeviceQueue implements DeviceQueue {
     /**
      * {@inheritDoc}
      *
-     * <p>Packed: the used position is the region's (a fresh region takes {@code state}'s): the last one committed,
+     * <p>Packed: the used position is the region's (a fresh region takes {@code state}'s, and the available position
+     * is then that too, whatever {@code state} says of it): the last one committed,
      * or, when the back-end died between publishing a batch in the ring and committing it, the batch's end if the
      * ring shows it published (see {@link PackedInflight}). It is the position the driver saw, which is what QEMU
      * sends after a disconnect. The available position is that plus the slots of the resubmitted buffers: every

@@ -34,7 +34,8 @@ import static io.virtio4j.core.layout.InflightLayout.PACKED_USED_WRAP_COUNTER;
 import static io.virtio4j.core.layout.InflightLayout.PACKED_VERSION;
 
 /**
- * A packed queue's inflight region ({@link InflightLayout}, DPDK's layout): what {@link PackedDeviceQueue} records
+ * A packed queue's inflight region ({@link InflightLayout}: DPDK's byte layout, but field meanings of our own, so
+ * neither back-end can recover a packed region the other wrote): what {@link PackedDeviceQueue} records
  * in it, and how a region left by a predecessor is checked and recovered. Owned by the queue's thread.
  *
  * <p><b>Why copies.</b> A packed ring has no separate available ring: the device writes used descriptors over the

@@ -21,7 +21,8 @@ import static io.virtio4j.core.layout.InflightLayout.SPLIT_USED_IDX;
 import static io.virtio4j.core.layout.InflightLayout.SPLIT_VERSION;
 
 /**
- * A split queue's inflight region ({@link InflightLayout}, DPDK's and libvhost-user's layout): what
+ * A split queue's inflight region ({@link InflightLayout}, DPDK's and libvhost-user's layout; a region they wrote
+ * recovers here, not the other way: they clear only last_batch_head's flag of a published batch): what
  * {@link SplitDeviceQueue} records in it on the hot path, and how a region left by a predecessor is checked and
  * recovered. Owned by the queue's thread.
  *
@@ -92,7 +93,8 @@ final class SplitInflight {
         if (features != 0) {
             throw new InvalidInflightRegionException("inflight.features", features, "no feature is defined: must be 0");
         }
-        InflightRegions.checkDescNum(region, RingFormat.SPLIT, size, Short.toUnsignedInt(region.get(U16, SPLIT_DESC_NUM)));
+        InflightRegions.checkDescNum(region, RingFormat.SPLIT, size,
+                Short.toUnsignedInt(region.get(U16, SPLIT_DESC_NUM)));
         int lastBatchHead = Short.toUnsignedInt(region.get(U16, SPLIT_LAST_BATCH_HEAD));
         if (lastBatchHead >= size) {
             throw new InvalidInflightRegionException("inflight.last_batch_head", lastBatchHead,

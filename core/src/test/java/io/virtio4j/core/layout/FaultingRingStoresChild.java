@@ -23,8 +23,8 @@ public final class FaultingRingStoresChild {
     private static final long BYTES = 64 * 1024;
 
     /** A memfd of {@code bytes} mapped shared; {@link #truncate} shrinks the file to 0 under the mapping. */
-    public record TruncatableMapping(MemorySegment memory, int fd) {
-        public static TruncatableMapping map(long bytes) throws Throwable {
+    private record TruncatableMapping(MemorySegment memory, int fd) {
+        static TruncatableMapping map(long bytes) throws Throwable {
             int fd = (int) MEMFD.invokeExact(Arena.global().allocateFrom("faulting-stores"), 1 /* MFD_CLOEXEC */);
             check((int) FTRUNCATE.invokeExact(fd, bytes), "ftruncate");
             long address = (long) MMAP.invokeExact(MemorySegment.NULL, bytes, 3 /* RW */, 1 /* MAP_SHARED */, fd, 0L);
@@ -34,7 +34,7 @@ public final class FaultingRingStoresChild {
             return new TruncatableMapping(MemorySegment.ofAddress(address).reinterpret(bytes), fd);
         }
 
-        public void truncate() throws Throwable {
+        void truncate() throws Throwable {
             check((int) FTRUNCATE.invokeExact(fd, 0L), "ftruncate to 0");
         }
     }
