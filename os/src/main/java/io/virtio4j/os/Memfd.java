@@ -1,6 +1,7 @@
 package io.virtio4j.os;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 
@@ -16,6 +17,19 @@ public final class Memfd {
     private static final int MFD_CLOEXEC = 0x0001;
     /** Backed by hugetlbfs pages of the system's default huge page size. */
     private static final int MFD_HUGETLB = 0x0004;
+    /** Seals may be added (F_ADD_SEALS); without it the file starts sealed with F_SEAL_SEAL. */
+    private static final int MFD_ALLOW_SEALING = 0x0002;
+    private static final int F_ADD_SEALS = 1033;
+    private static final int F_GET_SEALS = 1034;
+    /** No further seals may be added. */
+    public static final int F_SEAL_SEAL = 0x0001;
+    /** The file may not shrink. */
+    public static final int F_SEAL_SHRINK = 0x0002;
+    /** The file may not grow. */
+    public static final int F_SEAL_GROW = 0x0004;
+    /** fcntl(int, int, ...) with one int argument: variadic from the third. */
+    private static final MethodHandle FCNTL_INT = Native.downcallErrno("fcntl", Linker.Option.firstVariadicArg(2),
+            JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
     private static final MethodHandle MEMFD_CREATE = Native.downcallErrno("memfd_create", JAVA_INT, ADDRESS, JAVA_INT);
     private static final MethodHandle FTRUNCATE = Native.downcallErrno("ftruncate", JAVA_INT, JAVA_INT, JAVA_LONG);
 
@@ -35,6 +49,30 @@ public final class Memfd {
      */
     public static FileDescriptor createHugetlb(String name, long size) {
         return create(name, size, MFD_CLOEXEC | MFD_HUGETLB);
+    }
+
+    /**
+     * Creates a memfd of {@code size} zero bytes, close-on-exec, sealed so that its size never changes again
+     * (F_SEAL_GROW, F_SEAL_SHRINK) and no other seal can be added or removed (F_SEAL_SEAL): memory handed to a peer
+     * that maps it, where a peer shrinking it would make our accesses past the new end fault (SIGBUS).
+     */
+    public static FileDescriptor createSealed(String name, long size) {
+        FileDescriptor fd = create(name, size, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        try {
+            int n = fd.fd();
+            int seals = F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL;
+            Native.call("fcntl(" + fd + ", F_ADD_SEALS)", st -> (int) FCNTL_INT.invokeExact(st, n, F_ADD_SEALS, seals));
+            return fd;
+        } catch (RuntimeException e) {
+            fd.close();
+            throw e;
+        }
+    }
+
+    /** The seals of a memfd (F_GET_SEALS): a mask of the {@code F_SEAL_*} bits. */
+    public static int seals(FileDescriptor fd) {
+        int n = fd.fd();
+        return (int) Native.call("fcntl(" + fd + ", F_GET_SEALS)", st -> (int) FCNTL_INT.invokeExact(st, n, F_GET_SEALS, 0));
     }
 
     private static FileDescriptor create(String name, long size, int flags) {

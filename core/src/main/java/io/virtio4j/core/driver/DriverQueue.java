@@ -1,5 +1,6 @@
 package io.virtio4j.core.driver;
 
+import io.virtio4j.core.device.QueueState;
 import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.error.RingFullException;
 import io.virtio4j.core.layout.PackedRingAreas;
@@ -127,6 +128,21 @@ public sealed interface DriverQueue permits SplitDriverQueue, PackedDriverQueue 
      *         the ring
      */
     int reofferInFlight();
+
+    /**
+     * Where a new device resumes when it keeps its own record of the buffers it took (vhost-user's inflight area,
+     * from which it resubmits them), as QEMU sets a vhost-user-blk ring's base after its back-end went away: the
+     * position after the last used entry the old device published, for both halves (split: the ring's used index,
+     * the avail half to be moved past the resubmitted buffers by the device; packed: that ring position and its wrap
+     * counter). Used entries the driver has not reaped yet stay reapable, and nothing in the ring is rewritten.
+     *
+     * <p>Only while no device uses the ring.
+     *
+     * @throws QueueBrokenException when the queue is broken
+     * @throws io.virtio4j.core.error.RingViolationException when the used entries the old device left are not
+     *         ones it may have written (the queue is then broken), as {@link #pollUsed()} would find
+     */
+    QueueState deviceResumeState();
 
     /**
      * Returns the queue to its initial state (all descriptors free, positions 0, not broken) and initialises the

@@ -1,5 +1,6 @@
 package io.virtio4j.core.driver;
 
+import io.virtio4j.core.device.QueueState;
 import io.virtio4j.core.error.IndexJumpException;
 import io.virtio4j.core.error.InvalidUsedIdException;
 import io.virtio4j.core.error.QueueBrokenException;
@@ -209,6 +210,31 @@ public final class PackedDriverQueue implements DriverQueue {
     public int reofferInFlight() {
         throw new UnsupportedOperationException("a packed ring cannot be resumed after its device went away: the "
                 + "device's position and the buffers it took are not recoverable from the ring");
+    }
+
+    /**
+     * The driver's next used position, moved past every used descriptor the old device wrote there that the driver
+     * has not reaped yet (each checked as {@link #pollUsed()} checks it, nothing reaped): the device writes its next
+     * used descriptor after them.
+     */
+    @Override
+    public QueueState deviceResumeState() {
+        checkNotBroken();
+        int slot = nextUsed;
+        boolean wrap = usedWrap;
+        int seq = usedSeq;
+        // Bounded by the ring: used descriptors can stand for at most the slots in flight, a full ring.
+        for (int scanned = 0; scanned < size && usedFlagsAt(slot, wrap, seq) >= 0; ) {
+            int span = usedSpan(checkedUsedId(slot, seq), seq);
+            scanned += span;
+            seq += span;
+            slot += span;
+            if (slot >= size) {
+                slot -= size;
+                wrap = !wrap;
+            }
+        }
+        return new QueueState(slot, wrap, slot, wrap);
     }
 
     @Override

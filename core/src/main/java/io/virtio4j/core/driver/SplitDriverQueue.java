@@ -1,5 +1,6 @@
 package io.virtio4j.core.driver;
 
+import io.virtio4j.core.device.QueueState;
 import io.virtio4j.core.error.IndexJumpException;
 import io.virtio4j.core.error.InvalidUsedIdException;
 import io.virtio4j.core.error.QueueBrokenException;
@@ -228,6 +229,14 @@ public final class SplitDriverQueue implements DriverQueue {
         // The rewritten entries, and any added while no device was there, are published now; the release orders them.
         publishAvail();
         return usedIdx;
+    }
+
+    @Override
+    public QueueState deviceResumeState() {
+        checkNotBroken();
+        // Also checks the old device's used.idx: it moved at most by the buffers published (else the queue breaks).
+        int usedIdx = refreshUsed();
+        return QueueState.split(usedIdx, usedIdx);
     }
 
     @Override

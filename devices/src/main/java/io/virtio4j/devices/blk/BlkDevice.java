@@ -155,10 +155,16 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
         return options.queues();
     }
 
-    /** MQ (GET_QUEUE_NUM: the request queues) and CONFIG (GET_CONFIG, SET_CONFIG of writeback). */
+    /**
+     * MQ (GET_QUEUE_NUM: the request queues), CONFIG (GET_CONFIG, SET_CONFIG of writeback) and INFLIGHT_SHMFD:
+     * requests complete out of order (io_uring), so after this back-end dies the front-end cannot tell from the ring
+     * which ones it took and never finished; the inflight area tells the next back-end, which resubmits exactly
+     * those (QEMU's vhost-user-blk uses it whenever offered).
+     */
     @Override
     public long protocolFeatures() {
-        return ProtocolFeatures.bit(ProtocolFeatures.MQ) | ProtocolFeatures.bit(ProtocolFeatures.CONFIG);
+        return ProtocolFeatures.bit(ProtocolFeatures.MQ) | ProtocolFeatures.bit(ProtocolFeatures.CONFIG)
+                | ProtocolFeatures.bit(ProtocolFeatures.INFLIGHT_SHMFD);
     }
 
     @Override

@@ -192,7 +192,11 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
         return 2 * options.pairs();
     }
 
-    /** MQ (GET_QUEUE_NUM) and CONFIG (GET_CONFIG reads the MAC, status, queue pairs and MTU). */
+    /**
+     * MQ (GET_QUEUE_NUM) and CONFIG (GET_CONFIG reads the MAC, status, queue pairs and MTU). Not INFLIGHT_SHMFD: a
+     * network loses packets anyway and its protocols resend them, a packet sent twice is worse than one lost, and
+     * QEMU's vhost-user-net never asks for the area (only vhost-user-blk and -scsi do).
+     */
     @Override
     public long protocolFeatures() {
         return ProtocolFeatures.bit(ProtocolFeatures.MQ) | ProtocolFeatures.bit(ProtocolFeatures.CONFIG);

@@ -93,17 +93,24 @@ public final class VhostUserConnection {
             return false;
         }
         if (answer != null) {
-            sendReply(m.request(), answer);
+            // a descriptor that goes with the answer (GET_INFLIGHT_FD's area) is the peer's once sent: ours closes
+            try (FileDescriptor fd = session.takeReplyFd()) {
+                if (fd == null) {
+                    sendReply(m.request(), answer);
+                } else {
+                    sendReply(m.request(), answer, fd);
+                }
+            }
         } else if (m.needReply() && session.replyAckNegotiated()) {
             sendReply(m.request(), new U64(0).encode());
         }
         return true;
     }
 
-    private void sendReply(int request, byte[] body) {
+    private void sendReply(int request, byte[] body, FileDescriptor... fds) {
         new Header(request, ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_REPLY, body.length).writeTo(reply);
         MemorySegment.copy(MemorySegment.ofArray(body), 0, reply, Header.SIZE, body.length);
-        socket.sendmsg(reply, Header.SIZE + body.length);
+        socket.sendmsg(reply, Header.SIZE + body.length, fds);
     }
 
     /**

@@ -1,7 +1,9 @@
 package io.virtio4j.vhost.backend;
 
 import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.vhost.protocol.ConfigPayload;
+import io.virtio4j.vhost.protocol.InflightDescription;
 import io.virtio4j.vhost.protocol.MemoryTableDescription;
 import io.virtio4j.vhost.protocol.Message;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
@@ -39,6 +41,8 @@ public final class VhostUserSession implements AutoCloseable {
     private boolean featuresSet;
     private long protocolFeatures;
     private long status;
+    /** The descriptor to send with the reply {@link #handle} just returned, or null (see {@link #takeReplyFd}). */
+    private FileDescriptor replyFd;
 
     /** @throws IllegalArgumentException when the device declares protocol features the session cannot serve */
     public VhostUserSession(VirtioDevice device, BackendOptions options) {
@@ -115,6 +119,10 @@ public final class VhostUserSession implements AutoCloseable {
                     return getStatus(name).encode();
                 }
                 case RESET_DEVICE -> resetDevice(name);
+                case GET_INFLIGHT_FD -> {
+                    return getInflightFd(name, InflightDescription.decode(name, p)).encode();
+                }
+                case SET_INFLIGHT_FD -> setInflightFd(m, InflightDescription.decode(name, p));
                 default -> throw new VhostUserProtocolException(name, "request", m.request(),
                         "not supported by this back-end (its protocol feature is not offered)");
             }
@@ -213,6 +221,42 @@ public final class VhostUserSession implements AutoCloseable {
         vrings.setEnable(request, s);
     }
 
+    /**
+     * The descriptor that goes with the reply {@link #handle} returned last (GET_INFLIGHT_FD's area), or null; the
+     * caller sends it and closes it.
+     */
+    public FileDescriptor takeReplyFd() {
+        FileDescriptor fd = replyFd;
+        replyFd = null;
+        return fd;
+    }
+
+    // ---- inflight tracking (INFLIGHT_SHMFD): the area itself is the vring table's ----
+
+    /**
+     * A fresh area for the queues asked for, in the format of the features negotiated so far (QEMU sends
+     * SET_FEATURES first), which the rings record in from their next start, as libvhost-user does; the reply
+     * carries its fd.
+     */
+    private InflightDescription getInflightFd(String request, InflightDescription asked) throws VhostUserProtocolException {
+        require(request, ProtocolFeatures.INFLIGHT_SHMFD);
+        InflightArea.Allocated a = InflightArea.allocate(request, asked, vrings.format(), device.maxQueues(),
+                device.maxQueueSize());
+        vrings.inflight(a.area());
+        replyFd = a.fd();
+        return new InflightDescription(a.area().byteSize(), 0, asked.numQueues(), asked.queueSize());
+    }
+
+    /** The area the front-end kept (from this back-end or an earlier one) is the one rings record in from now on. */
+    private void setInflightFd(Message m, InflightDescription given) throws VhostUserProtocolException {
+        require(m.name(), ProtocolFeatures.INFLIGHT_SHMFD);
+        if (m.fdCount() != 1) {
+            throw new VhostUserProtocolException(m.name(), "fds", m.fdCount(), "exactly one descriptor must come with it");
+        }
+        vrings.inflight(InflightArea.map(m.name(), given, m.takeFd(0), vrings.format(), device.maxQueues(),
+                device.maxQueueSize()));
+    }
+
     // ---- config, status, reset ----
 
     private ConfigPayload getConfig(String request, ConfigPayload asked) throws VhostUserProtocolException {
@@ -257,9 +301,10 @@ public final class VhostUserSession implements AutoCloseable {
     }
 
     /**
-     * Stops every ring, closes every fd and unmaps all memory, the last through the device: the connection is
-     * gone, but a device thread that did not give its ring back may still read and write guest memory (or have the
-     * kernel do it), and an unmapped (or remapped) range under it would take its data to someone else's memory.
+     * Stops every ring, closes every fd and unmaps all memory and the inflight area, the last two through the
+     * device: the connection is gone, but a device thread that did not give its ring back may still read and write
+     * guest memory (or have the kernel do it), and an unmapped (or remapped) range under it would take its data to
+     * someone else's memory. The inflight area's content stays in the front-end's fd, for the next back-end.
      */
     @Override
     public void close() {
@@ -267,7 +312,13 @@ public final class VhostUserSession implements AutoCloseable {
         try {
             device.reset();
         } finally {
-            device.retire(memory.release());
+            try {
+                device.retire(memory.release());
+            } finally {
+                // a ring that failed to stop still holds its slice: the area is then never unmapped (a leak, not a
+                // store into memory that is someone else's)
+                vrings.inflight(null);
+            }
         }
     }
 }

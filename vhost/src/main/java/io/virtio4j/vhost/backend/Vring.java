@@ -25,6 +25,8 @@ final class Vring {
     /** Non-null while started. */
     QueueContext started;
     DeviceQueue queue;
+    /** The inflight area the started ring records in (it holds a slice of it), or null: untracked. */
+    InflightArea inflight;
 
     Vring(int index) {
         this.index = index;

@@ -9,6 +9,7 @@ import io.virtio4j.core.layout.PackedLayout;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.error.InvalidInflightRegionException;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
@@ -41,6 +42,8 @@ final class VringTable implements AutoCloseable {
     private final Vring[] vrings;
     /** Negotiated virtio features, for the queues started from now on. */
     private long features;
+    /** The inflight area rings started from now on record in (SET_INFLIGHT_FD), or null: rings are untracked. */
+    private InflightArea inflight;
 
     VringTable(VirtioDevice device, BackendOptions options, MemoryMapper memory) {
         this.device = device;
@@ -61,6 +64,39 @@ final class VringTable implements AutoCloseable {
             }
         }
         features = next;
+    }
+
+    /** The ring format of the negotiated features. */
+    RingFormat format() {
+        return packed() ? RingFormat.PACKED : RingFormat.SPLIT;
+    }
+
+    /**
+     * The inflight area rings record in from their next start (GET_INFLIGHT_FD, SET_INFLIGHT_FD), or null for none.
+     * Rings started before keep the slice of the area they started with: the one replaced is unmapped once the last
+     * of them stops.
+     */
+    void inflight(InflightArea next) {
+        InflightArea previous = inflight;
+        inflight = next;
+        if (previous != null && previous != next) {
+            retire(previous);
+        }
+    }
+
+    private void retire(InflightArea area) {
+        area.retired = true;
+        unmapWhenUnused(area);
+    }
+
+    /**
+     * Unmaps a retired {@code area} once no started ring uses it, through the device: a worker that did not give its
+     * ring back may still be writing to it.
+     */
+    private void unmapWhenUnused(InflightArea area) {
+        if (area.retired && area.users == 0) {
+            device.retire(area::unmap);
+        }
     }
 
     /** Without protocol features rings are enabled from the start (there is no SET_VRING_ENABLE). */
@@ -226,16 +262,25 @@ final class VringTable implements AutoCloseable {
 
     // ---- reset and close ----
 
-    /** Stops every ring and forgets its setup, closing its eventfds (RESET_DEVICE); features back to none. */
+    /**
+     * Stops every ring and forgets its setup, closing its eventfds (RESET_DEVICE); features back to none. The
+     * inflight area goes too: after a reset nothing in flight is to be resubmitted (QEMU makes a fresh one on a VM
+     * reset).
+     */
     void reset() {
         stopAll();
         for (Vring v : vrings) {
             v.clear();
         }
         features = 0;
+        inflight(null);
     }
 
-    /** Stops every ring and closes every eventfd: the connection is gone. */
+    /**
+     * Stops every ring and closes every eventfd: the connection is gone. The inflight area stays mapped: the caller
+     * drops it ({@code inflight(null)}) once the device is reset, so that the device's retire path knows of every
+     * thread that did not stop.
+     */
     @Override
     public void close() {
         try {
@@ -299,12 +344,25 @@ final class VringTable implements AutoCloseable {
             return;
         }
         RingAreas areas = ringAreas(table, request, v);
+        InflightArea area = inflight;
+        MemorySegment region = area != null ? inflightRegion(request, v, area) : null;
         DeviceQueue queue = DeviceQueue.over(areas, table.guestMemory(),
                 DeviceOptions.fromFeatures(features, options.ordering(), options.cachedAvailOnEnable()), v.call);
+        // A split base gives the avail index only: the used index is the one the new queue read from the ring.
+        QueueState state = areas instanceof PackedRingAreas ? packedState(v.base)
+                : QueueState.split((int) v.base, queue.state().nextUsed());
         try {
-            // A split base gives the avail index only: the used index is the one the new queue read from the ring.
-            queue.restart(areas instanceof PackedRingAreas ? packedState(v.base)
-                    : QueueState.split((int) v.base, queue.state().nextUsed()));
+            if (region == null) {
+                queue.restart(state);
+            } else {
+                int resubmitted = queue.restart(state, region);
+                if (resubmitted > 0) {
+                    LOG.info("ring " + v.index + ": " + resubmitted + " buffers in flight before resubmitted from the inflight area");
+                }
+            }
+        } catch (InvalidInflightRegionException e) {
+            // the field names the region's, e.g. inflight.desc[7].next: the front-end handed back an area no back-end wrote
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "]." + e.field(), e.value(), e.getMessage());
         } catch (VirtqueueException e) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].base", v.base, e.getMessage());
         }
@@ -325,6 +383,31 @@ final class VringTable implements AutoCloseable {
         }
         v.queue = queue;
         v.started = context;
+        if (area != null) {
+            area.users++;
+            v.inflight = area;
+        }
+    }
+
+    /**
+     * Ring {@code v}'s region of the inflight area, once the ring is checked to fit it: QEMU sizes the area for
+     * every queue it starts, so a ring beyond it or of another size or format is the front-end's error, not a ring
+     * to run untracked (its buffers would not survive a restart, silently).
+     */
+    private MemorySegment inflightRegion(String request, Vring v, InflightArea area) throws VhostUserProtocolException {
+        if (v.index >= area.numQueues()) {
+            throw new VhostUserProtocolException(request, "index", v.index, "the inflight area has regions for "
+                    + area.numQueues() + " queues only");
+        }
+        if (area.format() != format()) {
+            throw new VhostUserProtocolException(request, "features", features, "rings are " + format()
+                    + " but the inflight area was set up for " + area.format() + " rings");
+        }
+        if (v.num != area.queueSize()) {
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "].num", v.num,
+                    "the inflight area was set up for queue size " + area.queueSize());
+        }
+        return area.region(v.index);
     }
 
     /**
@@ -336,7 +419,7 @@ final class VringTable implements AutoCloseable {
         int q = v.num;
         // SET_VRING_NUM and SET_VRING_BASE were checked against the features of their day; a front-end may have
         // renegotiated the format since (SET_FEATURES is taken while the rings are stopped): check again.
-        RingFormat format = packed() ? RingFormat.PACKED : RingFormat.SPLIT;
+        RingFormat format = format();
         if (!format.isValidQueueSize(q)) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].num", q,
                     "is not a " + (packed() ? "packed" : "split") + " queue size: the ring format changed after SET_VRING_NUM");
@@ -380,6 +463,12 @@ final class VringTable implements AutoCloseable {
         QueueState state = v.queue.state();
         v.base = v.queue instanceof PackedDeviceQueue ? state.toPackedBase() : state.nextAvail();
         v.started = null;
+        InflightArea area = v.inflight;
+        if (area != null) {
+            v.inflight = null;
+            area.users--;
+            unmapWhenUnused(area);
+        }
         // The device signals no more: the call and error eventfds replaced while it ran can all go now.
         v.callFd.closeRetired();
         v.err.closeRetired();

@@ -33,7 +33,9 @@ import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
  * <p>The order of messages is QEMU's (vhost-user.md 4.1): at {@link #negotiate} GET_FEATURES,
  * GET/SET_PROTOCOL_FEATURES, GET_QUEUE_NUM (MQ), SET_OWNER; at {@link #start} SET_FEATURES, SET_MEM_TABLE, for each
  * ring SET_VRING_NUM, _BASE, _ADDR, _KICK, _CALL, then SET_VRING_ENABLE(1) on each ring, then SET_STATUS(DRIVER_OK)
- * when STATUS was negotiated.
+ * when STATUS was negotiated. With INFLIGHT_SHMFD (asked for whenever offered, unless {@link #useInflight} says
+ * otherwise) {@link #start} sends GET_INFLIGHT_FD after SET_FEATURES the first time and SET_INFLIGHT_FD every time,
+ * as QEMU's vhost-user-blk does, and keeps the area for {@link #reconnect}.
  *
  * <p>Used by one thread for set-up, stop, reset and reconnection, while no ring is driven; each ring is then
  * driven by one thread of the driver's choosing.
@@ -58,6 +60,10 @@ public final class FrontendSession implements AutoCloseable {
     private long queueNum = 1;
     private int requiredQueues = 1;
     private boolean closed;
+    /** Whether INFLIGHT_SHMFD is asked for when offered ({@link #useInflight}). */
+    private boolean inflightWanted = true;
+    /** The back-end's inflight area, kept across reconnections until a reset or close; null before the first start. */
+    private VhostUserFrontend.InflightArea inflight;
 
     private FrontendSession(VhostUserFrontend frontend, Path path, UnixServerSocket server) {
         this.frontend = frontend;
@@ -149,8 +155,9 @@ public final class FrontendSession implements AutoCloseable {
             throw new NegotiationFailedException("protocol feature bits", pMissing);
         }
         features = (wanted & offered) | bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
-        protocolFeatures = (wantedProtocol | pRequired) & pOffered;
-        wantedProtocolFeatures = wantedProtocol;
+        long asked = wantedProtocol | (inflightWanted ? bit(ProtocolFeatures.INFLIGHT_SHMFD) : 0);
+        protocolFeatures = (asked | pRequired) & pOffered;
+        wantedProtocolFeatures = asked;
         requiredProtocolFeatures = pRequired;
         requiredQueues = queues;
         frontend.setProtocolFeatures(protocolFeatures);
@@ -160,6 +167,19 @@ public final class FrontendSession implements AutoCloseable {
         }
         frontend.setOwner();
         return features;
+    }
+
+    /**
+     * Whether to use the back-end's inflight area (INFLIGHT_SHMFD) when it offers one: on by default. Set before
+     * {@link #negotiate}. Without it a {@link #reconnect} offers the buffers in flight again itself (split rings only).
+     */
+    public void useInflight(boolean use) {
+        inflightWanted = use;
+    }
+
+    /** The inflight area the back-end handed out and this session keeps, or null (none negotiated, or not yet started). */
+    public VhostUserFrontend.InflightArea inflightArea() {
+        return inflight;
     }
 
     /** Virtio features acked (bit 30 included). */
@@ -323,6 +343,7 @@ public final class FrontendSession implements AutoCloseable {
         }
         VhostUserFrontend fe = frontend();
         fe.setFeatures(features);
+        setUpInflight(fe);
         fe.setMemTable(List.of(memory().region()));
         for (DriverRing r : rings) {
             setUpRing(r.index(), bases[r.index()], false);
@@ -333,6 +354,38 @@ public final class FrontendSession implements AutoCloseable {
             }
         }
         driverOk();
+    }
+
+    /**
+     * With INFLIGHT_SHMFD negotiated: GET_INFLIGHT_FD for every ring the first time (one queue size for all, as QEMU
+     * asks), then SET_INFLIGHT_FD with the area kept, as QEMU's vhost-user-blk does at each start.
+     *
+     * @throws IllegalStateException when the rings differ in size: one area has one queue size (use
+     *         {@link #useInflight useInflight(false)})
+     */
+    private void setUpInflight(VhostUserFrontend fe) {
+        if (!hasProtocol(ProtocolFeatures.INFLIGHT_SHMFD) || rings.isEmpty()) {
+            return;
+        }
+        if (inflight == null) {
+            int size = rings.getFirst().queue().size();
+            for (DriverRing r : rings) {
+                if (r.queue().size() != size) {
+                    throw new IllegalStateException("ring " + r.index() + " has size " + r.queue().size() + ", ring 0 "
+                            + size + ": an inflight area has one queue size for all rings; use useInflight(false)");
+                }
+            }
+            inflight = fe.getInflightFd(rings.size(), size);
+        }
+        fe.setInflightFd(inflight);
+    }
+
+    /** Closes the inflight area kept: the next start asks the back-end for a fresh one. */
+    private void dropInflight() {
+        if (inflight != null) {
+            inflight.close();
+            inflight = null;
+        }
     }
 
     /**
@@ -393,13 +446,18 @@ public final class FrontendSession implements AutoCloseable {
     /**
      * Resets the back-end's device: RESET_DEVICE when negotiated, else the orderly {@link #stop()}. The driver's
      * rings are the caller's to reset ({@link DriverQueue#detachUnused()}, {@link DriverQueue#reset()}) before
-     * {@link #start()}.
+     * {@link #start()}. The inflight area goes, as QEMU drops it on a VM reset: nothing from before is in flight any
+     * more, and the next start asks for a fresh one.
      */
     public void reset() {
-        if (hasProtocol(ProtocolFeatures.RESET_DEVICE)) {
-            frontend().resetDevice();
-        } else {
-            stop();
+        try {
+            if (hasProtocol(ProtocolFeatures.RESET_DEVICE)) {
+                frontend().resetDevice();
+            } else {
+                stop();
+            }
+        } finally {
+            dropInflight();
         }
     }
 
@@ -419,8 +477,15 @@ public final class FrontendSession implements AutoCloseable {
      * them with their original ids: nothing is lost. A request the old back-end took and completed, but whose used
      * entry it did not publish before it died, runs twice (as after QEMU reconnects a vhost-user-blk back-end
      * without inflight tracking, which is what removes that). Used buffers the driver had not reaped yet stay
-     * reapable. Packed rings are not resumed (their device position cannot be read back from the ring):
-     * {@link UnsupportedOperationException}, before anything changes.
+     * reapable. Without an area packed rings are not resumed (their device position cannot be read back from the
+     * ring): {@link UnsupportedOperationException}, before anything changes.
+     *
+     * <p>With an inflight area (INFLIGHT_SHMFD) the back-end itself knows what it took: the session hands the same
+     * area to the new back-end and sets each ring's base as QEMU does ({@link DriverQueue#deviceResumeState()}: after
+     * the used entries the old back-end published, for split and packed rings alike), the ring is not rewritten,
+     * and the new back-end resubmits exactly the buffers its predecessor took and did not return (one it completed
+     * but never published runs again on the device), and looks at the rings without waiting for a kick: the driver
+     * gets every buffer back once.
      *
      * @param patience how long the old back-end may take to answer, the new one to appear, and each of its replies
      * @throws NegotiationFailedException when the new back-end offers less than was negotiated
@@ -431,8 +496,9 @@ public final class FrontendSession implements AutoCloseable {
         if (path == null) {
             throw new IllegalStateException("a session made over a connected front-end cannot reconnect");
         }
+        boolean tracked = inflight != null;
         for (DriverRing r : rings) {
-            if (r.areas().format() != RingFormat.SPLIT) { // refused before anything changes
+            if (!tracked && r.areas().format() != RingFormat.SPLIT) { // refused before anything changes
                 throw new UnsupportedOperationException("ring " + r.index() + " is packed: its position after a lost "
                         + "back-end is not recoverable from the ring; reconnection resumes split rings only");
             }
@@ -448,7 +514,12 @@ public final class FrontendSession implements AutoCloseable {
         disconnect();
         long[] bases = new long[rings.size()];
         for (DriverRing r : rings) {
-            bases[r.index()] = r.queue().reofferInFlight();
+            if (tracked) {
+                QueueState at = r.queue().deviceResumeState();
+                bases[r.index()] = r.areas().format() == RingFormat.PACKED ? at.toPackedBase() : at.nextAvail();
+            } else {
+                bases[r.index()] = r.queue().reofferInFlight();
+            }
         }
         frontend = patient(server != null ? VhostUserFrontend.over(accept(server, patience))
                 : VhostUserFrontend.connect(path, patience), patience);
@@ -462,6 +533,9 @@ public final class FrontendSession implements AutoCloseable {
                     + Long.toHexString(protocolFeatures) + ")");
         }
         start(bases);
+        if (tracked) {
+            return; // the back-end resubmits from the area and looks at the rings once started, as after QEMU's restart
+        }
         for (DriverRing r : rings) {
             if (r.queue().inFlight() > 0 && r.eventFds()) {
                 r.kick().signal(); // buffers offered again: the new back-end may wait for a kick to look at them
@@ -504,6 +578,7 @@ public final class FrontendSession implements AutoCloseable {
                     server.close();
                 }
             } finally {
+                dropInflight();
                 for (DriverRing r : rings) {
                     r.closeFds();
                 }

@@ -8,6 +8,7 @@ import io.virtio4j.os.Poll;
 import io.virtio4j.os.UnixSocket;
 import io.virtio4j.vhost.protocol.ConfigPayload;
 import io.virtio4j.vhost.protocol.Header;
+import io.virtio4j.vhost.protocol.InflightDescription;
 import io.virtio4j.vhost.protocol.MemoryRegionDescription;
 import io.virtio4j.vhost.protocol.MemoryTableDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
@@ -158,12 +159,17 @@ public final class VhostUserFrontend implements AutoCloseable {
      * @throws BackendTimeoutException when none came within the {@link #replyPatience() reply patience}
      */
     public Reply receive() {
-        return receive("a reply");
+        return receive("a reply", NO_FDS);
     }
 
-    private Reply receive(String awaited) {
+    /**
+     * Receives one reply and the descriptors that come with its header into {@code fdsOut} (as many as it holds;
+     * more is an error, and those are closed), or null when the back-end closed the connection. The caller owns
+     * the descriptors received, also when this throws after receiving them.
+     */
+    private Reply receive(String awaited, FileDescriptor[] fdsOut) {
         long deadline = System.nanoTime() + replyPatience.toNanos();
-        if (!readFully(0, Header.SIZE, deadline, awaited)) {
+        if (!readFully(0, Header.SIZE, deadline, awaited, fdsOut)) {
             return null;
         }
         Header h = Header.read(buf);
@@ -171,21 +177,26 @@ public final class VhostUserFrontend implements AutoCloseable {
             throw new VhostUserRequestFailedException("reply to " + Request.nameOf(h.request()) + " announces " + h.size()
                     + " bytes");
         }
-        if (!readFully(Header.SIZE, Header.SIZE + h.size(), deadline, awaited)) {
+        if (!readFully(Header.SIZE, Header.SIZE + h.size(), deadline, awaited, NO_FDS)) {
             return null;
         }
         return new Reply(h.request(), h.flags(), buf.asSlice(Header.SIZE, h.size()).toArray(ValueLayout.JAVA_BYTE));
     }
 
-    private boolean readFully(long from, long to, long deadline, String awaited) {
+    private static final FileDescriptor[] NO_FDS = new FileDescriptor[0];
+
+    /** Reads {@code buf[from, to)}; descriptors may come only with the first bytes, into {@code fdsOut}. */
+    private boolean readFully(long from, long to, long deadline, String awaited, FileDescriptor[] fdsOut) {
         long at = from;
+        FileDescriptor[] room = fdsOut;
         while (at < to) {
             awaitReadable(deadline, awaited);
-            UnixSocket.Received r = socket.recvmsg(buf.asSlice(at, to - at), new FileDescriptor[0]);
+            UnixSocket.Received r = socket.recvmsg(buf.asSlice(at, to - at), room);
             if (r.bytes() == 0) {
                 return false;
             }
             at += r.bytes();
+            room = NO_FDS;
         }
         return true;
     }
@@ -226,6 +237,11 @@ public final class VhostUserFrontend implements AutoCloseable {
      * throws) or at once (without).
      */
     private Reply request(Request r, byte[] payload, FileDescriptor... fds) {
+        return exchange(r, payload, NO_FDS, fds);
+    }
+
+    /** {@link #request(Request, byte[], FileDescriptor...)}, receiving the reply's descriptors into {@code replyFds}. */
+    private Reply exchange(Request r, byte[] payload, FileDescriptor[] replyFds, FileDescriptor... fds) {
         if (outOfStep != null) {
             throw new BackendTimeoutException("the connection is out of step since: " + outOfStep + "; close it");
         }
@@ -233,7 +249,7 @@ public final class VhostUserFrontend implements AutoCloseable {
         sendRaw(r.code(), ack ? ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_NEED_REPLY : ProtocolFeatures.VERSION,
                 payload, fds);
         if (r.hasReply()) {
-            return expectReply(r);
+            return expectReply(r, replyFds);
         }
         if (ack) {
             long status = expectReply(r).u64();
@@ -245,9 +261,14 @@ public final class VhostUserFrontend implements AutoCloseable {
     }
 
     private Reply expectReply(Request r) {
+        return expectReply(r, NO_FDS);
+    }
+
+    /** The reply to {@code r}, with the descriptors that came with it in {@code fdsOut} (the caller's, always). */
+    private Reply expectReply(Request r, FileDescriptor[] fdsOut) {
         Reply reply;
         try {
-            reply = receive("reply to " + r);
+            reply = receive("reply to " + r, fdsOut);
         } catch (BackendTimeoutException e) {
             // the reply may still come, and would be taken for the next request's
             outOfStep = e.getMessage();
@@ -385,6 +406,45 @@ public final class VhostUserFrontend implements AutoCloseable {
 
     public void resetDevice() {
         request(Request.RESET_DEVICE, new byte[0]);
+    }
+
+    /** A back-end's inflight area (GET_INFLIGHT_FD's answer): its size and offset in {@code fd}, which the caller owns. */
+    public record InflightArea(InflightDescription description, FileDescriptor fd) implements AutoCloseable {
+        @Override
+        public void close() {
+            fd.close();
+        }
+    }
+
+    /**
+     * Asks the back-end for an inflight area for {@code numQueues} queues of {@code queueSize} (GET_INFLIGHT_FD,
+     * INFLIGHT_SHMFD): keep it for the life of the device and give it back with {@link #setInflightFd} on every
+     * start, to this back-end and to any that replaces it.
+     *
+     * @throws VhostUserRequestFailedException when the answer is not an area for those queues with one descriptor
+     */
+    public InflightArea getInflightFd(int numQueues, int queueSize) {
+        byte[] asked = InflightDescription.request(numQueues, queueSize).encode();
+        FileDescriptor[] fds = new FileDescriptor[1];
+        try {
+            InflightDescription d = exchange(Request.GET_INFLIGHT_FD, asked, fds).decode(InflightDescription::decode);
+            if (fds[0] == null || d.mmapSize() == 0 || d.numQueues() != numQueues || d.queueSize() != queueSize) {
+                throw new VhostUserRequestFailedException("GET_INFLIGHT_FD for " + numQueues + " queues of " + queueSize
+                        + " answered " + d + (fds[0] == null ? " without a descriptor" : ""));
+            }
+            InflightArea area = new InflightArea(d, fds[0]);
+            fds[0] = null;
+            return area;
+        } finally {
+            if (fds[0] != null) {
+                fds[0].close();
+            }
+        }
+    }
+
+    /** Gives the back-end the inflight area to record in (SET_INFLIGHT_FD); the area stays the caller's. */
+    public void setInflightFd(InflightArea area) {
+        request(Request.SET_INFLIGHT_FD, area.description().encode(), area.fd());
     }
 
     @Override

@@ -21,6 +21,11 @@ final class Payloads {
         return payload.get(ValueLayout.JAVA_LONG_UNALIGNED, offset);
     }
 
+    /** A u16 field, unsigned. */
+    static int u16(MemorySegment payload, long offset) {
+        return Short.toUnsignedInt(payload.get(ValueLayout.JAVA_SHORT_UNALIGNED, offset));
+    }
+
     /** A u32 field, unsigned. */
     static long u32(MemorySegment payload, long offset) {
         return Integer.toUnsignedLong(payload.get(ValueLayout.JAVA_INT_UNALIGNED, offset));

@@ -32,9 +32,11 @@ public final class ProtocolFeatures {
     public static final long SESSION = bit(REPLY_ACK) | bit(RESET_DEVICE) | bit(CONFIGURE_MEM_SLOTS) | bit(STATUS);
     /**
      * What a device may declare on top of {@link #SESSION}: MQ (GET_QUEUE_NUM answers with the device's queue
-     * count) and CONFIG (GET_CONFIG and SET_CONFIG reach the device's configuration space).
+     * count), CONFIG (GET_CONFIG and SET_CONFIG reach the device's configuration space) and INFLIGHT_SHMFD (the
+     * session keeps an inflight area and each queue records in it what it took: for a device that completes out of
+     * order and whose front-end should survive the back-end's restart, such as blk).
      */
-    public static final long DEVICE_DECLARABLE = bit(MQ) | bit(CONFIG);
+    public static final long DEVICE_DECLARABLE = bit(MQ) | bit(CONFIG) | bit(INFLIGHT_SHMFD);
 
     public static long bit(int feature) {
         return 1L << feature;

@@ -290,6 +290,9 @@ public final class NetDriver implements AutoCloseable {
 
     /** Negotiates, then carves guest memory: every ring first (with its indirect tables), then the buffer pools. */
     private GuestMemory setUp(Config config, FrontendSession session) {
+        // No inflight area even when a back-end offers one (DPDK's does): a packet lost with a dying back-end is
+        // resent by the protocols above, one sent twice is worse, and QEMU's vhost-user-net never asks for it.
+        session.useInflight(false);
         session.negotiate(config.features(), config.features(), config.protocolFeatures(),
                 config.requiredProtocolFeatures(), config.pairs());
         int qs = config.queueSize();

@@ -1,0 +1,180 @@
+package io.virtio4j.vhost.backend;
+
+import io.virtio4j.core.driver.DriverOptions;
+import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.core.layout.InflightLayout;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.testkit.NoFdLeaks;
+import io.virtio4j.vhost.frontend.FrontendSession;
+import io.virtio4j.vhost.frontend.GuestMemory;
+import io.virtio4j.vhost.frontend.VhostUserFrontend;
+import io.virtio4j.vhost.protocol.InflightDescription;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The front-end session's side of INFLIGHT_SHMFD against this back-end, in process: it asks for the feature when
+ * offered (unless told not to), gets an area at the first start and keeps it over stops and starts, drops it on a
+ * reset (a fresh one at the next start) and closes its fd with the session.
+ */
+@ExtendWith(NoFdLeaks.class)
+class FrontendInflightTest {
+    private static final long FEATURES = VirtioFeatures.bit(VirtioFeatures.VERSION_1);
+
+    /** Two queues, MQ, RESET_DEVICE (the session's) and, if {@code inflight}, INFLIGHT_SHMFD; records starts. */
+    private static final class Device implements VirtioDevice {
+        private final boolean inflight;
+        final List<String> calls = new CopyOnWriteArrayList<>();
+
+        Device(boolean inflight) {
+            this.inflight = inflight;
+        }
+
+        @Override
+        public long features() {
+            return FEATURES;
+        }
+
+        @Override
+        public long protocolFeatures() {
+            return bit(ProtocolFeatures.MQ) | (inflight ? bit(ProtocolFeatures.INFLIGHT_SHMFD) : 0);
+        }
+
+        @Override
+        public int maxQueues() {
+            return 2;
+        }
+
+        @Override
+        public byte[] config() {
+            return new byte[0];
+        }
+
+        @Override
+        public void startQueue(int index, QueueContext queue) {
+            calls.add("start " + index);
+        }
+
+        @Override
+        public void stopQueue(int index) {
+            calls.add("stop " + index);
+        }
+    }
+
+    /** A session on {@code device} with two split rings of 64, negotiated, not started. */
+    private static FrontendSession session(Device device, boolean useInflight) {
+        InProcessBackend.Connected c = InProcessBackend.start(device, "inflight-frontend");
+        FrontendSession s = FrontendSession.over(c.frontend());
+        try {
+            s.useInflight(useInflight);
+            s.negotiate(FEATURES, FEATURES, FrontendSession.PROTOCOL_FEATURES, 0, 2);
+            s.attach(GuestMemory.create("inflight-frontend", 2 * FrontendSession.ringBytes(RingFormat.SPLIT, 64)));
+            s.addRing(RingFormat.SPLIT, 64, 0, DriverOptions.defaults(), true);
+            s.addRing(RingFormat.SPLIT, 64, 0, DriverOptions.defaults(), true);
+            return s;
+        } catch (RuntimeException | Error e) {
+            s.close();
+            throw e;
+        }
+    }
+
+    @Test
+    void theFirstStartGetsAnAreaForEveryRingAndLaterStartsHandTheSameBack() {
+        Device device = new Device(true);
+        FileDescriptor fd;
+        try (FrontendSession s = session(device, true)) {
+            assertTrue(s.hasProtocol(ProtocolFeatures.INFLIGHT_SHMFD), "asked for by default when offered");
+            assertNull(s.inflightArea(), "none before the first start");
+            s.start();
+            VhostUserFrontend.InflightArea area = s.inflightArea();
+            assertEquals(new InflightDescription(2 * InflightLayout.queueRegionBytes(RingFormat.SPLIT, 64), 0, 2, 64),
+                    area.description());
+            fd = area.fd();
+            assertTrue(fd.isOpen());
+            assertEquals(area.description().mmapSize(), fd.size());
+            s.stop();
+            s.start(s.initialBases());
+            assertSame(area, s.inflightArea(), "kept across stops and starts");
+            assertEquals(List.of("start 0", "start 1", "stop 0", "stop 1", "start 0", "start 1"), device.calls);
+        }
+        assertFalse(fd.isOpen(), "closed with the session");
+    }
+
+    /** A reset drops the area, as QEMU does on a VM reset: nothing before it is in flight any more. */
+    @Test
+    void aResetDropsTheAreaAndTheNextStartGetsAFreshOne() {
+        try (FrontendSession s = session(new Device(true), true)) {
+            s.start();
+            VhostUserFrontend.InflightArea before = s.inflightArea();
+            s.reset();
+            assertNull(s.inflightArea());
+            assertFalse(before.fd().isOpen(), "closed at the reset");
+            s.start();
+            assertNotSame(before, s.inflightArea());
+            assertTrue(s.inflightArea().fd().isOpen());
+        }
+    }
+
+    @Test
+    void noAreaWhenTheBackendDoesNotOfferOneOrTheSessionIsToldNotTo() {
+        try (FrontendSession s = session(new Device(false), true)) {
+            s.start();
+            assertFalse(s.hasProtocol(ProtocolFeatures.INFLIGHT_SHMFD));
+            assertNull(s.inflightArea());
+        }
+        try (FrontendSession s = session(new Device(true), false)) {
+            s.start();
+            assertFalse(s.hasProtocol(ProtocolFeatures.INFLIGHT_SHMFD));
+            assertNull(s.inflightArea());
+        }
+    }
+
+    /**
+     * Without an area (the back-end offers none) a packed ring still cannot be resumed after its back-end went
+     * away: refused before anything changes, the session still connected.
+     */
+    @Test
+    void withoutAnAreaAPackedRingIsNotResumed() throws Exception {
+        long packed = FEATURES | VirtioFeatures.bit(VirtioFeatures.RING_PACKED);
+        try (TestServer server = new TestServer(2);
+             FrontendSession s = FrontendSession.connect(server.path(), Duration.ofSeconds(20))) {
+            s.negotiate(packed, packed, FrontendSession.PROTOCOL_FEATURES, 0, 1);
+            assertFalse(s.hasProtocol(ProtocolFeatures.INFLIGHT_SHMFD));
+            s.attach(GuestMemory.create("no-area-packed", FrontendSession.ringBytes(RingFormat.PACKED, 64)));
+            s.addRing(RingFormat.PACKED, 64, 0, DriverOptions.defaults(), true);
+            s.start();
+            assertThrows(UnsupportedOperationException.class, () -> s.reconnect(Duration.ofSeconds(20)));
+            assertTrue(s.connected(), "nothing changed");
+        }
+    }
+
+    /** One area has one queue size: rings of two sizes cannot share one, and the start says how to go on. */
+    @Test
+    void ringsOfDifferentSizesAreRefusedAtStart() {
+        InProcessBackend.Connected c = InProcessBackend.start(new Device(true), "inflight-sizes");
+        try (FrontendSession s = FrontendSession.over(c.frontend())) {
+            s.negotiate(FEATURES, FEATURES, FrontendSession.PROTOCOL_FEATURES, 0, 2);
+            s.attach(GuestMemory.create("inflight-sizes", FrontendSession.ringBytes(RingFormat.SPLIT, 64)
+                    + FrontendSession.ringBytes(RingFormat.SPLIT, 32)));
+            s.addRing(RingFormat.SPLIT, 64, 0, DriverOptions.defaults(), true);
+            s.addRing(RingFormat.SPLIT, 32, 0, DriverOptions.defaults(), true);
+            IllegalStateException e = assertThrows(IllegalStateException.class, s::start);
+            assertTrue(e.getMessage().contains("useInflight(false)"), e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,475 @@
+package io.virtio4j.vhost.backend;
+
+import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.core.layout.InflightLayout;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.Memfd;
+import io.virtio4j.os.Mmap;
+import io.virtio4j.testkit.NoFdLeaks;
+import io.virtio4j.vhost.protocol.InflightDescription;
+import io.virtio4j.vhost.protocol.MemoryRegionDescription;
+import io.virtio4j.vhost.protocol.MemoryTableDescription;
+import io.virtio4j.vhost.protocol.Message;
+import io.virtio4j.vhost.protocol.ProtocolFeatures;
+import io.virtio4j.vhost.protocol.Request;
+import io.virtio4j.vhost.protocol.U64;
+import io.virtio4j.vhost.protocol.VhostUserProtocolException;
+import io.virtio4j.vhost.protocol.VringAddress;
+import io.virtio4j.vhost.protocol.VringFd;
+import io.virtio4j.vhost.protocol.VringState;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/**
+ * GET_INFLIGHT_FD and SET_INFLIGHT_FD in the back-end's session: the area handed out (size, zeroes, seals), every
+ * refusal naming its field with every descriptor closed, and the checks a ring start makes against the area.
+ * Requests go straight to {@link VhostUserSession#handle}; {@link NoFdLeaks} checks that nothing stays open.
+ */
+@ExtendWith(NoFdLeaks.class)
+class InflightFdTest {
+    private static final long SPLIT = FakeDevice.FEATURES & ~VirtioFeatures.bit(VirtioFeatures.RING_PACKED)
+            | bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
+    private static final long PACKED = FakeDevice.FEATURES | bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
+    private static final long USER = 0x7000_0000_0000L;
+    private static final long MEM = 64 * 1024;
+
+    /** Four queues of at most 1024, MQ and INFLIGHT_SHMFD; records starts and what it is given to unmap. */
+    private static class Device implements VirtioDevice {
+        final List<String> calls = new CopyOnWriteArrayList<>();
+        final List<Runnable> retired = new CopyOnWriteArrayList<>();
+        volatile boolean deferRetire;
+
+        @Override
+        public long features() {
+            return FakeDevice.FEATURES;
+        }
+
+        @Override
+        public long protocolFeatures() {
+            return bit(ProtocolFeatures.MQ) | bit(ProtocolFeatures.INFLIGHT_SHMFD);
+        }
+
+        @Override
+        public int maxQueues() {
+            return 4;
+        }
+
+        @Override
+        public int maxQueueSize() {
+            return 1024;
+        }
+
+        @Override
+        public byte[] config() {
+            return new byte[0];
+        }
+
+        @Override
+        public void startQueue(int index, QueueContext queue) {
+            calls.add("start " + index);
+        }
+
+        @Override
+        public void stopQueue(int index) {
+            calls.add("stop " + index);
+        }
+
+        @Override
+        public void retire(Runnable unmap) {
+            if (deferRetire) {
+                retired.add(unmap);
+            } else {
+                unmap.run();
+            }
+        }
+    }
+
+    private static Message message(Request r, byte[] payload, FileDescriptor... fds) {
+        return new Message(r.code(), ProtocolFeatures.VERSION, MemorySegment.ofArray(payload), fds);
+    }
+
+    private static VhostUserSession negotiated(VirtioDevice device, long features) throws VhostUserProtocolException {
+        VhostUserSession s = new VhostUserSession(device, BackendOptions.defaults());
+        s.handle(message(Request.SET_PROTOCOL_FEATURES, new U64(bit(ProtocolFeatures.MQ)
+                | bit(ProtocolFeatures.INFLIGHT_SHMFD) | bit(ProtocolFeatures.REPLY_ACK)).encode()));
+        s.handle(message(Request.SET_FEATURES, new U64(features).encode()));
+        return s;
+    }
+
+    private static void refused(VhostUserSession s, Message m, String field, long value) {
+        VhostUserProtocolException e = assertThrows(VhostUserProtocolException.class, () -> s.handle(m));
+        assertEquals(m.name(), e.request());
+        assertEquals(field, e.field(), e.getMessage());
+        assertEquals(value, e.value(), e.getMessage());
+        assertNull(s.takeReplyFd(), "no descriptor goes with a refusal");
+    }
+
+    private static InflightDescription get(VhostUserSession s, int queues, int queueSize, FileDescriptor[] fdOut)
+            throws VhostUserProtocolException {
+        byte[] reply = s.handle(message(Request.GET_INFLIGHT_FD, InflightDescription.request(queues, queueSize).encode()));
+        fdOut[0] = s.takeReplyFd();
+        assertNotNull(fdOut[0], "the area's fd goes with the reply");
+        return InflightDescription.decode("reply", MemorySegment.ofArray(reply));
+    }
+
+    // ---- GET_INFLIGHT_FD ----
+
+    @Test
+    void getAnswersAZeroFilledSealedAreaOfTheLayoutsSize() throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        try (VhostUserSession s = negotiated(new Device(), SPLIT)) {
+            InflightDescription d = get(s, 4, 1024, fd);
+            // DPDK's and libvhost-user's split sizes: 16,448 bytes per queue of 1024, 65,792 for four
+            assertEquals(new InflightDescription(65_792, 0, 4, 1024), d);
+            assertEquals(65_792, fd[0].size());
+            assertEquals(Memfd.F_SEAL_GROW | Memfd.F_SEAL_SHRINK | Memfd.F_SEAL_SEAL, Memfd.seals(fd[0]));
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment area = Mmap.mapShared(fd[0], d.mmapSize(), arena);
+                for (long at = 0; at < area.byteSize(); at += 8) {
+                    assertEquals(0L, area.get(ValueLayout.JAVA_LONG, at), "byte " + at);
+                }
+            }
+        } finally {
+            fd[0].close();
+        }
+    }
+
+    @Test
+    void getSizesOneSplitQueueOf1024As16448Bytes() throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        try (VhostUserSession s = negotiated(new Device(), SPLIT)) {
+            assertEquals(16_448, get(s, 1, 1024, fd).mmapSize());
+        } finally {
+            fd[0].close();
+        }
+    }
+
+    @Test
+    void getSizesPackedQueuesByThePackedLayout() throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        try (VhostUserSession s = negotiated(new Device(), PACKED)) {
+            // a packed queue need not be a power of two; 32 + 32 * 1000 rounded up to 64
+            InflightDescription d = get(s, 2, 1000, fd);
+            assertEquals(2 * 32_064, d.mmapSize());
+            assertEquals(InflightLayout.areaBytes(RingFormat.PACKED, 2, 1000), d.mmapSize());
+        } finally {
+            fd[0].close();
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {0, 5, 0xFFFF})
+    void getRefusesQueueCountsTheDeviceDoesNotHave(int queues) throws Exception {
+        try (VhostUserSession s = negotiated(new Device(), SPLIT)) {
+            refused(s, message(Request.GET_INFLIGHT_FD, InflightDescription.request(queues, 256).encode()),
+                    "num_queues", queues);
+        }
+    }
+
+    /** Not a power of two (split), zero, or above the device's 1024. */
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1000, 2048, 0xFFFF})
+    void getRefusesSplitQueueSizesTheDeviceCannotHave(int size) throws Exception {
+        try (VhostUserSession s = negotiated(new Device(), SPLIT)) {
+            refused(s, message(Request.GET_INFLIGHT_FD, InflightDescription.request(1, size).encode()),
+                    "queue_size", size);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1025, 0x8001})
+    void getRefusesPackedQueueSizesTheDeviceCannotHave(int size) throws Exception {
+        try (VhostUserSession s = negotiated(new Device(), PACKED)) {
+            refused(s, message(Request.GET_INFLIGHT_FD, InflightDescription.request(1, size).encode()),
+                    "queue_size", size);
+        }
+    }
+
+    @Test
+    void bothAreRefusedWithoutInflightShmfdNegotiated() throws Exception {
+        try (VhostUserSession s = new VhostUserSession(new Device(), BackendOptions.defaults());
+             FileDescriptor area = Memfd.createSealed("area", 16_448)) {
+            s.handle(message(Request.SET_PROTOCOL_FEATURES, new U64(bit(ProtocolFeatures.MQ)).encode()));
+            refused(s, message(Request.GET_INFLIGHT_FD, InflightDescription.request(1, 1024).encode()),
+                    "protocol_features", bit(ProtocolFeatures.MQ));
+            Message set = message(Request.SET_INFLIGHT_FD, new InflightDescription(16_448, 0, 1, 1024).encode(), area);
+            refused(s, set, "protocol_features", bit(ProtocolFeatures.MQ));
+            assertFalse(area.isOpen(), "the fd of a refused SET_INFLIGHT_FD is closed");
+        }
+    }
+
+    // ---- SET_INFLIGHT_FD: every refusal names its field and closes the fd ----
+
+    /** Sends SET_INFLIGHT_FD {@code d} with {@code fds} and checks it is refused naming {@code field}; all closed. */
+    private static void setRefused(InflightDescription d, String field, long value, FileDescriptor... fds) throws Exception {
+        try (VhostUserSession s = negotiated(new Device(), SPLIT)) {
+            refused(s, message(Request.SET_INFLIGHT_FD, d.encode(), fds.clone()), field, value); // the message nulls what it closes
+        }
+        for (FileDescriptor fd : fds) {
+            assertFalse(fd.isOpen(), fd + " is closed");
+        }
+    }
+
+    @Test
+    void setRefusesASizeThatIsNotTheQueuesRegions() throws Exception {
+        setRefused(new InflightDescription(16_447, 0, 1, 1024), "mmap_size", 16_447, Memfd.createSealed("a", 65_536));
+        setRefused(new InflightDescription(16_448 * 2, 0, 1, 1024), "mmap_size", 16_448 * 2,
+                Memfd.createSealed("a", 65_536));
+    }
+
+    @Test
+    void setRefusesARangeBeyondTheFd() throws Exception {
+        // the area fits, but not from this offset
+        setRefused(new InflightDescription(16_448, 4096, 1, 1024), "mmap_offset", 4096, Memfd.createSealed("a", 16_448));
+        // the file is smaller than the area itself
+        setRefused(new InflightDescription(16_448, 0, 1, 1024), "mmap_offset", 0, Memfd.createSealed("a", 4096));
+    }
+
+    /** Offsets near 2^64: offset + size overflows (signed and unsigned), and must not pass as "inside the fd". */
+    @ParameterizedTest
+    @ValueSource(longs = {-16_448L, -1L, Long.MIN_VALUE, Long.MAX_VALUE, Long.MAX_VALUE - 16_000})
+    void setRefusesOffsetsWhoseEndOverflows(long offset) throws Exception {
+        setRefused(new InflightDescription(16_448, offset, 1, 1024), "mmap_offset", offset,
+                Memfd.createSealed("a", 65_536));
+    }
+
+    @Test
+    void setRefusesAMessageWithoutAnFd() throws Exception {
+        setRefused(new InflightDescription(16_448, 0, 1, 1024), "fds", 0);
+    }
+
+    @Test
+    void setRefusesTwoFdsAndClosesBoth() throws Exception {
+        setRefused(new InflightDescription(16_448, 0, 1, 1024), "fds", 2,
+                Memfd.createSealed("a", 16_448), Memfd.createSealed("b", 16_448));
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {0, 5})
+    void setRefusesQueueCountsTheDeviceDoesNotHave(int queues) throws Exception {
+        setRefused(new InflightDescription(16_448L * queues, 0, queues, 1024), "num_queues", queues,
+                Memfd.createSealed("a", 16_448L * 5));
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1000, 2048})
+    void setRefusesQueueSizesTheDeviceCannotHave(int size) throws Exception {
+        setRefused(new InflightDescription(16_448, 0, 1, size), "queue_size", size, Memfd.createSealed("a", 65_536));
+    }
+
+    /** A file a front-end could shrink under the mapping (the back-end would then fault on its next store). */
+    @Test
+    void setRefusesAnFdNotSealedAgainstShrinking() throws Exception {
+        FileDescriptor plain = Memfd.create("plain", 16_448);
+        setRefused(new InflightDescription(16_448, 0, 1, 1024), "fd", plain.fd(), plain);
+    }
+
+    @Test
+    void setTakesBackAnAreaAndClosesItsFd() throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, SPLIT)) {
+            InflightDescription d = get(s, 2, 256, fd);
+            FileDescriptor given = fd[0];
+            assertNull(s.handle(message(Request.SET_INFLIGHT_FD, d.encode(), given)));
+            assertFalse(given.isOpen(), "the back-end keeps the mapping, not the fd");
+        }
+    }
+
+    // ---- ring starts against the area ----
+
+    /** Maps one 64 KiB region at {@link #USER}; rings are carved at 16 KiB per ring index. */
+    private static void memory(VhostUserSession s, FileDescriptor memfd) throws VhostUserProtocolException {
+        s.handle(message(Request.SET_MEM_TABLE, new MemoryTableDescription(List.of(
+                new MemoryRegionDescription(0, MEM, USER, 0))).encode(), memfd));
+    }
+
+    /** Sets ring {@code index} up (size {@code num}, polled) and enables it, which starts it. */
+    private static Message[] ring(int index, int num) {
+        long at = USER + index * 0x4000L;
+        return new Message[] {
+                message(Request.SET_VRING_NUM, new VringState(index, num).encode()),
+                message(Request.SET_VRING_ADDR, new VringAddress(index, 0, at, at + 0x2000, at + 0x1000, 0).encode()),
+                message(Request.SET_VRING_KICK, new VringFd(index, true).encode()),
+                message(Request.SET_VRING_ENABLE, new VringState(index, 1).encode())};
+    }
+
+    private static void startRefused(int ringIndex, int ringSize, int areaQueues, int areaSize, long features,
+                                     String field, long value) throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, features)) {
+            get(s, areaQueues, areaSize, fd);
+            memory(s, Memfd.create("guest", MEM));
+            Message[] setup = ring(ringIndex, ringSize);
+            for (int i = 0; i < setup.length - 1; i++) {
+                s.handle(setup[i]);
+            }
+            refused(s, setup[setup.length - 1], field, value);
+            assertFalse(device.calls.contains("start " + ringIndex), "the ring is not started");
+        } finally {
+            fd[0].close();
+        }
+    }
+
+    /** QEMU sizes the area for every queue it starts: a ring beyond it is an error, not a ring run untracked. */
+    @Test
+    void aRingBeyondTheAreasQueuesIsRefused() throws Exception {
+        startRefused(2, 256, 2, 256, SPLIT, "index", 2);
+    }
+
+    @Test
+    void aRingOfAnotherSizeThanTheAreasIsRefused() throws Exception {
+        startRefused(0, 128, 1, 256, SPLIT, "vring[0].num", 128);
+    }
+
+    @Test
+    void aRingOfAnotherFormatThanTheAreasIsRefused() throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, SPLIT)) {
+            get(s, 1, 256, fd); // a split area; then the front-end renegotiates packed rings
+            s.handle(message(Request.SET_FEATURES, new U64(PACKED).encode()));
+            memory(s, Memfd.create("guest", MEM));
+            Message[] setup = ring(0, 256);
+            for (int i = 0; i < setup.length - 1; i++) {
+                s.handle(setup[i]);
+            }
+            refused(s, setup[setup.length - 1], "features", PACKED);
+        } finally {
+            fd[0].close();
+        }
+    }
+
+    /**
+     * A started ring records in its own region (the queue initialises a fresh one: version 1, desc_num); an area
+     * replaced under a running ring stays mapped until that ring stops, and is then unmapped through the device.
+     */
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void ringsRecordInTheirSliceAndAReplacedAreaGoesOnlyOnceNoRingHoldsIt(RingFormat format) throws Exception {
+        FileDescriptor[] first = new FileDescriptor[1];
+        FileDescriptor[] second = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, format == RingFormat.PACKED ? PACKED : SPLIT);
+             Arena arena = Arena.ofConfined()) {
+            InflightDescription d = get(s, 2, 256, first);
+            MemorySegment seen = Mmap.mapShared(first[0], d.mmapSize(), arena);
+            memory(s, Memfd.create("guest", MEM));
+            for (Message m : ring(1, 256)) {
+                s.handle(m);
+            }
+            assertEquals(List.of("start 1"), device.calls);
+            long region = InflightLayout.queueRegionBytes(format, 256);
+            int version = format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
+            int descNum = format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
+            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + version),
+                    "ring 1 initialised region 1");
+            assertEquals(256, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + descNum));
+            assertEquals(0, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, version), "region 0 untouched");
+
+            device.deferRetire = true;
+            get(s, 2, 256, second); // a new area while ring 1 runs on the first
+            assertEquals(List.of(), device.retired, "the first area stays mapped under the running ring");
+            s.handle(message(Request.GET_VRING_BASE, new VringState(1, 0).encode()));
+            assertEquals(1, device.retired.size(), "unmapped through the device once its last ring stopped");
+            device.retired.forEach(Runnable::run);
+            device.retired.clear();
+            device.deferRetire = false;
+        } finally {
+            first[0].close();
+            second[0].close();
+        }
+    }
+
+    /**
+     * An area handed back with a region no back-end wrote (the front-end can write every byte of it): the ring is
+     * not started, and the refusal names the ring and the region's field.
+     */
+    @Test
+    void aRingWhoseRegionIsForgedIsRefusedNamingTheField() throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, SPLIT); Arena arena = Arena.ofConfined()) {
+            InflightDescription d = get(s, 1, 256, fd);
+            MemorySegment forged = Mmap.mapShared(fd[0], d.mmapSize(), arena);
+            forged.set(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_VERSION, (short) InflightLayout.VERSION);
+            forged.set(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_DESC_NUM, (short) 255);
+            memory(s, Memfd.create("guest", MEM));
+            Message[] setup = ring(0, 256);
+            for (int i = 0; i < setup.length - 1; i++) {
+                s.handle(setup[i]);
+            }
+            refused(s, setup[setup.length - 1], "vring[0].inflight.desc_num", 255);
+            assertFalse(device.calls.contains("start 0"), "the ring is not started");
+        } finally {
+            fd[0].close();
+        }
+    }
+
+    /** The connection's end unmaps the area like guest memory: through the device, after its reset. */
+    @Test
+    void theConnectionsEndUnmapsTheAreaThroughTheDevice() throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        Device device = new Device() {
+            @Override
+            public void reset() {
+                calls.add("reset");
+            }
+
+            @Override
+            public void retire(Runnable unmap) {
+                calls.add("retire");
+                super.retire(unmap);
+            }
+        };
+        device.deferRetire = true;
+        try {
+            VhostUserSession s = negotiated(device, SPLIT);
+            get(s, 1, 256, fd);
+            device.calls.clear();
+            s.close();
+            // guest memory's and the area's, both after the reset
+            assertEquals(List.of("reset", "retire", "retire"), device.calls);
+            assertEquals(2, device.retired.size());
+        } finally {
+            device.retired.forEach(Runnable::run);
+            fd[0].close();
+        }
+    }
+
+    @Test
+    void resetDeviceDropsTheArea() throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, SPLIT)) {
+            s.handle(message(Request.SET_PROTOCOL_FEATURES, new U64(bit(ProtocolFeatures.MQ)
+                    | bit(ProtocolFeatures.INFLIGHT_SHMFD) | bit(ProtocolFeatures.RESET_DEVICE)).encode()));
+            get(s, 1, 256, fd);
+            device.deferRetire = true;
+            s.handle(message(Request.RESET_DEVICE, new byte[0]));
+            assertEquals(1, device.retired.size(), "the area goes through the device's retire path");
+            device.retired.forEach(Runnable::run);
+            device.deferRetire = false;
+        } finally {
+            fd[0].close();
+        }
+    }
+}
