@@ -128,6 +128,10 @@ final class DriveBlk implements Callable<Integer> {
             + "are resubmitted (from the back-end's inflight area when it offers INFLIGHT_SHMFD, else offered again by "
             + "the driver). Without it, the job ends there and its requests in flight are lost")
     boolean reconnect;
+    @Option(names = "--inflight", arity = "1", paramLabel = "on|off", description = "let the back-end track the requests "
+            + "it takes in an inflight area (INFLIGHT_SHMFD) when it offers one, which it resubmits after a reconnect "
+            + "(default on); off: the driver offers again what was in flight", converter = Converters.OnOffConverter.class)
+    boolean inflight = true;
     @Option(names = "--reconnect-timeout", paramLabel = "S", description = "--reconnect: give up when no back-end is "
             + "back within S seconds (default ${DEFAULT-VALUE}); the requests in flight are then lost")
     int reconnectTimeout = 30;
@@ -159,7 +163,9 @@ final class DriveBlk implements Callable<Integer> {
         while (true) {
             long left = Math.max(giveUp - System.nanoTime(), 1_000_000L);
             try {
-                return BlkDriver.connect(socket, config, Duration.ofNanos(left));
+                FrontendSession session = FrontendSession.connect(socket, Duration.ofNanos(left));
+                session.useInflight(inflight);
+                return BlkDriver.start(session, config); // which closes the session if it fails
             } catch (LinuxException | VhostUserRequestFailedException | BackendTimeoutException e) {
                 if (!reconnect || System.nanoTime() - giveUp >= 0) {
                     throw e;
@@ -521,7 +527,8 @@ final class DriveBlk implements Callable<Integer> {
         out.printf(Locale.ROOT, "  cpu          : usr+sys=%.2fs (%.2f CPUs over %.2fs)%n", cpuSeconds, cpuSeconds / seconds, seconds);
         out.printf(Locale.ROOT, "  requests     : total=%d, io_errors=%d, verify_errors=%d%s%n", requests, ioErrors, verifyErrors,
                 verify ? ", reads_of_unwritten_blocks=" + unchecked : "");
-        out.printf(Locale.ROOT, "  back-end     : reconnects=%d, lost=%d, duplicated=%d%n", reconnects, lost, duplicated);
+        out.printf(Locale.ROOT, "  back-end     : reconnects=%d, lost=%d, duplicated=%d, inflight area=%s%n", reconnects, lost,
+                duplicated, driver.session().inflightArea() != null ? "yes" : "no");
         result.put("cpu_s", cpuSeconds);
         result.put("requests", requests);
         result.put("io_errors", ioErrors);
@@ -529,6 +536,7 @@ final class DriveBlk implements Callable<Integer> {
         result.put("lost", lost);
         result.put("duplicated", duplicated);
         result.put("reconnects", reconnects);
+        result.put("inflight", driver.session().inflightArea() != null);
         result.put("features", String.format(Locale.ROOT, "0x%x", driver.negotiatedFeatures()));
         StringBuilder line = new StringBuilder("RESULT role=virtio4j-blk-driver");
         for (Map.Entry<String, Object> e : result.entrySet()) {

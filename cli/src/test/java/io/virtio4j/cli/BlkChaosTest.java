@@ -2,6 +2,7 @@ package io.virtio4j.cli;
 
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.io.IOException;
@@ -33,11 +34,12 @@ import static org.junit.jupiter.api.Assertions.fail;
  * session: through the back-end's inflight area when it offers INFLIGHT_SHMFD, else offered again by the driver.
  *
  * <p>Seeded: the seed is printed, {@code -Dvirtio4j.chaos.seed=N} replays the kill times. Longer forms:
- * {@code -Dvirtio4j.chaos.kills=N}, and {@code -Dvirtio4j.chaos.engines=io_uring,sync} for both I/O engines (CI runs
- * io_uring).
+ * {@code -Dvirtio4j.chaos.kills=N}, and {@code -Dvirtio4j.chaos.runs=io_uring:on,sync:off,...} for other I/O engines
+ * of serve blk and drive blk's {@code --inflight} (CI runs {@value #DEFAULT_RUNS}: the back-end's inflight area).
  */
 class BlkChaosTest {
     private static final int DEFAULT_KILLS = 100;
+    private static final String DEFAULT_RUNS = "io_uring:on";
     private static final int KILLS = Integer.getInteger("virtio4j.chaos.kills", DEFAULT_KILLS);
     private static final long IMAGE_BYTES = 64L << 20;
     private static final long REGION_BYTES = 32L << 20;
@@ -52,16 +54,20 @@ class BlkChaosTest {
     /** Whether drive blk is known to be connected to the running back-end. */
     private boolean connected;
 
-    static Stream<String> engines() {
-        return Stream.of(System.getProperty("virtio4j.chaos.engines", "io_uring").split(",")).map(String::trim);
+    /** serve blk's I/O engine and drive blk's --inflight, per run. */
+    static Stream<Arguments> runs() {
+        return Stream.of(System.getProperty("virtio4j.chaos.runs", DEFAULT_RUNS).split(",")).map(r -> {
+            String[] engineAndInflight = r.trim().split(":");
+            return Arguments.of(engineAndInflight[0], engineAndInflight[1]);
+        });
     }
 
-    @ParameterizedTest
-    @MethodSource("engines")
-    void driveBlkLosesNothingWhileItsBackEndIsKilledAgainAndAgain(String engine) throws Exception {
+    @ParameterizedTest(name = "--io {0}, --inflight {1}")
+    @MethodSource("runs")
+    void driveBlkLosesNothingWhileItsBackEndIsKilledAgainAndAgain(String engine, String inflight) throws Exception {
         long seed = Long.getLong("virtio4j.chaos.seed", System.nanoTime());
-        System.out.printf(Locale.ROOT, "chaos: engine %s, %d kills, seed %d (replay: -Dvirtio4j.chaos.seed=%d)%n", engine,
-                KILLS, seed, seed);
+        System.out.printf(Locale.ROOT, "chaos: engine %s, inflight %s, %d kills, seed %d (replay: -Dvirtio4j.chaos.seed=%d)%n",
+                engine, inflight, KILLS, seed, seed);
         SplittableRandom random = new SplittableRandom(seed);
         Path image = dir.resolve("disk.img");
         try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {
@@ -77,7 +83,8 @@ class BlkChaosTest {
             List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
             argv.addAll(List.of("drive", "blk", "--socket", socket.toString(), "--rw", "randrw", "--verify", "--bs",
                     Integer.toString(BS), "--iodepth", "32", "--queues", "2", "--size", Long.toString(REGION_BYTES),
-                    "--runtime", "3600", "--reconnect", "--reconnect-timeout", "120", "--stall-timeout", "60"));
+                    "--runtime", "3600", "--reconnect", "--reconnect-timeout", "120", "--stall-timeout", "60",
+                    "--inflight", inflight));
             drive = new ProcessBuilder(argv).redirectErrorStream(true).redirectOutput(driveLog.toFile()).start();
             // it runs once its banner is out (printed after it connected)
             awaitLine(drive, driveLog, "drive blk: randrw");
@@ -116,16 +123,18 @@ class BlkChaosTest {
                     .orElseThrow(() -> new AssertionError("drive blk printed no RESULT line:\n" + tail(driveLog)));
             long reconnects = field(result, "reconnects");
             long requests = field(result, "requests");
-            System.out.printf(Locale.ROOT, "chaos: engine %s: %d kills (%d of a back-end drive blk was connected to) in "
+            System.out.printf(Locale.ROOT, "chaos: engine %s, inflight %s: %d kills (%d of a back-end drive blk was connected to) in "
                             + "%.1f s (%.1f s of it waited at random), %d "
                             + "requests (%d reads, %d writes), %d reconnects, lost %d, duplicated %d, verify errors %d, "
-                            + "io errors %d%n", engine, KILLS, settled, (System.nanoTime() - t0) / 1e9, waited / 1e3, requests,
+                            + "io errors %d%n", engine, inflight, KILLS, settled, (System.nanoTime() - t0) / 1e9, waited / 1e3, requests,
                     field(result, "read-requests"), field(result, "write-requests"), reconnects, field(result, "lost"),
                     field(result, "duplicated"), field(result, "verify-errors"), field(result, "io-errors"));
             assertEquals(0, field(result, "lost"), result);
             assertEquals(0, field(result, "duplicated"), result);
             assertEquals(0, field(result, "verify-errors"), result);
             assertEquals(0, field(result, "io-errors"), result);
+            // the path the run meant to take: serve blk offers INFLIGHT_SHMFD
+            assertTrue(result.contains(" inflight=" + inflight.equals("on") + " "), result);
             assertEquals(0, drive.exitValue(), tail(driveLog));
             // every back-end drive blk was seen connected to before its kill was reconnected to (the first one excepted,
             // connected to at the start), and so was the last
