@@ -24,7 +24,8 @@
 # restarts it on the same socket. Then the guest reads every slot back with O_DIRECT and checks it against the last
 # MD5 it wrote there, and the host checks the image file the same way. Prints:
 #   GUEST size=BYTES rounds=N slots=N verify=ok|FAIL boot_s=S total_s=S
-#   CHECK ok|FAIL size=.. kills=DONE/ASKED guest=ok|FAIL image=ok|FAIL qemu=ok|FAIL rounds=N
+#   CHECK ok|FAIL size=.. kills=DONE/ASKED guest=ok|FAIL image=ok|FAIL qemu=ok|FAIL inflight=yes|no rounds=N
+# (inflight: whether QEMU had mapped the back-end's inflight area, INFLIGHT_SHMFD, which then carried the recovery)
 #
 # Options:
 #   --backend-cmd T   the back-end ({sock}: socket path, {img}: the image file, {cpu}: its CPU); it listens on
@@ -216,7 +217,7 @@ wait_line() {
     sleep 0.05
   done
 }
-kills_done=0 qemu_alive=ok
+kills_done=0 qemu_alive=ok inflight=no
 if [ "$kills" -gt 0 ]; then
   RANDOM=$seed
   peers_log "$kills kills of the back-end, seed $seed (replay: --seed $seed)"
@@ -233,6 +234,9 @@ if [ "$kills" -gt 0 ]; then
     sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
     grep -q '^V4J: writes done' "$console" && { peers_log "the guest stopped writing before kill $k"; break; }
     kill -0 "$qpid" 2>/dev/null || { qemu_alive=FAIL; peers_log "QEMU died before kill $k"; break; }
+    # QEMU maps the back-end's inflight area (INFLIGHT_SHMFD) when the back-end offers one: ours and libvhost-user's
+    # name their memfds so
+    grep -q 'memfd:[^ ]*inflight' "/proc/$qpid/maps" 2>/dev/null && inflight=yes
     kill -KILL "$BACKEND_PID"
     rc=0
     wait "$BACKEND_PID" || rc=$?
@@ -288,7 +292,7 @@ if [ "$kills" -gt 0 ]; then
   verdict=ok
   [ "$gsize" = "$size" ] && [ "$kills_done" = "$kills" ] && [ "$guest" = ok ] && [ "$image" = ok ] &&
     [ "$qemu_alive" = ok ] || verdict=FAIL
-  echo "CHECK $verdict size=$gsize/$size kills=$kills_done/$kills guest=$guest image=$image qemu=$qemu_alive rounds=$(peers_field rounds "$v")"
+  echo "CHECK $verdict size=$gsize/$size kills=$kills_done/$kills guest=$guest image=$image qemu=$qemu_alive inflight=$inflight rounds=$(peers_field rounds "$v")"
   [ "$verdict" = ok ] || exit 1
   exit 0
 fi

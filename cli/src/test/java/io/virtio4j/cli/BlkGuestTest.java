@@ -44,7 +44,7 @@ class BlkGuestTest {
      * QEMU ({@code -chardev socket,...,reconnect=1}) keeps a Linux guest's disk through back-end crashes: two guest
      * writers put fresh random 1 MiB chunks on the disk with O_DIRECT and fsync while serve blk is killed with SIGKILL
      * {@value #KILLS} times at random moments and restarted on the same socket; QEMU reconnects each time and resubmits
-     * what was in flight (through the back-end's inflight area when it offers INFLIGHT_SHMFD). Afterwards the guest
+     * what was in flight through the back-end's inflight area (INFLIGHT_SHMFD: QEMU maps it, checked). Afterwards the guest
      * reads every chunk back against the MD5 it recorded, the host finds the same bytes in the image, and QEMU is still
      * alive and powers off cleanly. With the sync engine on one queue and io_uring on two.
      */
@@ -58,6 +58,6 @@ class BlkGuestTest {
                 "--timeout", "240"));
         assertEquals(0, r.exit(), r.output());
         assertTrue(r.output().lines().anyMatch(l -> l.startsWith("CHECK ok ") && l.contains(" kills=" + KILLS + "/" + KILLS
-                + " guest=ok image=ok qemu=ok ")), r.output());
+                + " guest=ok image=ok qemu=ok inflight=yes ")), r.output());
     }
 }
