@@ -1,5 +1,6 @@
 package io.virtio4j.cli;
 
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -149,6 +150,46 @@ class BlkChaosTest {
             if (!backend.waitFor(30, TimeUnit.SECONDS)) {
                 backend.destroyForcibly();
             }
+        }
+    }
+
+    /**
+     * Without --reconnect, a back-end killed under drive blk ends the job at once (not after --stall-timeout): the
+     * requests it had in flight are counted lost and drive blk exits {@link DriveBlk#EXIT_LOST}.
+     */
+    @Test
+    void withoutReconnectDriveBlkEndsAtOnceAndCountsTheRequestsLost() throws Exception {
+        Path image = dir.resolve("disk.img");
+        try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(IMAGE_BYTES);
+        }
+        Path socket = dir.resolve("blk.sock");
+        Path driveLog = dir.resolve("drive.log");
+        Process backend = serve("sync", socket, image, dir.resolve("backend.log"));
+        Process drive = null;
+        try {
+            List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
+            argv.addAll(List.of("drive", "blk", "--socket", socket.toString(), "--rw", "randrw", "--verify", "--size",
+                    Long.toString(REGION_BYTES), "--runtime", "3600", "--stall-timeout", "600"));
+            drive = new ProcessBuilder(argv).redirectErrorStream(true).redirectOutput(driveLog.toFile()).start();
+            awaitLine(drive, driveLog, "drive blk: ["); // running: its first progress line is out
+            backend.destroyForcibly();
+            assertTrue(drive.waitFor(60, TimeUnit.SECONDS), "drive blk still runs:\n" + tail(driveLog));
+            String log = Files.readString(driveLog);
+            assertEquals(DriveBlk.EXIT_LOST, drive.exitValue(), log);
+            assertTrue(log.contains("drive blk: the back-end closed the connection (--reconnect waits for it to come "
+                    + "back): "), log);
+            String result = log.lines().filter(l -> l.startsWith("RESULT ")).findFirst().orElseThrow(() -> new AssertionError(log));
+            // the queue keeps --iodepth requests in flight: the kill finds some
+            assertTrue(field(result, "lost") > 0 && field(result, "lost") <= 32, result);
+            assertEquals(0, field(result, "reconnects"), result);
+            assertEquals(0, field(result, "duplicated"), result);
+            assertEquals(0, field(result, "verify-errors"), result);
+        } finally {
+            if (drive != null) {
+                drive.destroyForcibly();
+            }
+            backend.destroyForcibly();
         }
     }
 
