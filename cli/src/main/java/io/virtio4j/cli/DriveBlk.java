@@ -369,7 +369,7 @@ final class DriveBlk implements Callable<Integer> {
             while (anyAlive()) {
                 FrontendSession session = driver.session();
                 if (!session.connected()) {
-                    threads[0].join(Duration.ofNanos(WATCH_NANOS)); // given up on the back-end: the jobs are ending
+                    Thread.sleep(WATCH_NANOS / 1_000_000L); // given up on the back-end: the jobs are ending
                 } else if (session.frontend().awaitHangup(WATCH_NANOS) && anyAlive()) {
                     backEndGone();
                 }

@@ -35,8 +35,9 @@ import static org.junit.jupiter.api.Assertions.fail;
  * session: through the back-end's inflight area when it offers INFLIGHT_SHMFD, else offered again by the driver.
  *
  * <p>Seeded: the seed is printed, {@code -Dvirtio4j.chaos.seed=N} replays the kill times. Longer forms:
- * {@code -Dvirtio4j.chaos.kills=N}, and {@code -Dvirtio4j.chaos.runs=io_uring:on,sync:off,...} for other I/O engines
- * of serve blk and drive blk's {@code --inflight} (CI runs {@value #DEFAULT_RUNS}: the back-end's inflight area).
+ * {@code -Dvirtio4j.chaos.kills=N}, and {@code -Dvirtio4j.chaos.runs=io_uring:on,sync:off,sync:on:packed,...} for
+ * other I/O engines of serve blk, drive blk's {@code --inflight} and {@code --ring} (CI runs {@value #DEFAULT_RUNS}:
+ * split rings and the back-end's inflight area; packed rings resume only with it).
  */
 class BlkChaosTest {
     private static final int DEFAULT_KILLS = 100;
@@ -55,20 +56,21 @@ class BlkChaosTest {
     /** Whether drive blk is known to be connected to the running back-end. */
     private boolean connected;
 
-    /** serve blk's I/O engine and drive blk's --inflight, per run. */
+    /** serve blk's I/O engine, drive blk's --inflight and --ring (split unless given), per run. */
     static Stream<Arguments> runs() {
         return Stream.of(System.getProperty("virtio4j.chaos.runs", DEFAULT_RUNS).split(",")).map(r -> {
-            String[] engineAndInflight = r.trim().split(":");
-            return Arguments.of(engineAndInflight[0], engineAndInflight[1]);
+            String[] run = r.trim().split(":");
+            return Arguments.of(run[0], run[1], run.length > 2 ? run[2] : "split");
         });
     }
 
-    @ParameterizedTest(name = "--io {0}, --inflight {1}")
+    @ParameterizedTest(name = "--io {0}, --inflight {1}, --ring {2}")
     @MethodSource("runs")
-    void driveBlkLosesNothingWhileItsBackEndIsKilledAgainAndAgain(String engine, String inflight) throws Exception {
+    void driveBlkLosesNothingWhileItsBackEndIsKilledAgainAndAgain(String engine, String inflight, String ring)
+            throws Exception {
         long seed = Long.getLong("virtio4j.chaos.seed", System.nanoTime());
-        System.out.printf(Locale.ROOT, "chaos: engine %s, inflight %s, %d kills, seed %d (replay: -Dvirtio4j.chaos.seed=%d)%n",
-                engine, inflight, KILLS, seed, seed);
+        System.out.printf(Locale.ROOT, "chaos: engine %s, inflight %s, ring %s, %d kills, seed %d (replay: "
+                + "-Dvirtio4j.chaos.seed=%d)%n", engine, inflight, ring, KILLS, seed, seed);
         SplittableRandom random = new SplittableRandom(seed);
         Path image = dir.resolve("disk.img");
         try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {
@@ -85,7 +87,7 @@ class BlkChaosTest {
             argv.addAll(List.of("drive", "blk", "--socket", socket.toString(), "--rw", "randrw", "--verify", "--bs",
                     Integer.toString(BS), "--iodepth", "32", "--queues", "2", "--size", Long.toString(REGION_BYTES),
                     "--runtime", "3600", "--reconnect", "--reconnect-timeout", "120", "--stall-timeout", "60",
-                    "--inflight", inflight));
+                    "--inflight", inflight, "--ring", ring));
             drive = new ProcessBuilder(argv).redirectErrorStream(true).redirectOutput(driveLog.toFile()).start();
             // it runs once its banner is out (printed after it connected)
             awaitLine(drive, driveLog, "drive blk: randrw");
