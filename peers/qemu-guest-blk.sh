@@ -24,7 +24,7 @@
 # restarts it on the same socket. Then the guest reads every slot back with O_DIRECT and checks it against the last
 # MD5 it wrote there, and the host checks the image file the same way. Prints:
 #   GUEST size=BYTES rounds=N slots=N verify=ok|FAIL boot_s=S total_s=S
-#   CHECK ok|FAIL size=.. kills=DONE/ASKED guest=ok|FAIL image=ok|FAIL qemu=ok|FAIL inflight=yes|no rounds=N
+#   CHECK ok|FAIL size=.. kills=DONE/ASKED guest=ok|FAIL image=ok|FAIL qemu=ok|FAIL inflight=yes|no packed=GOT/ASKED rounds=N
 # (inflight: whether QEMU had mapped the back-end's inflight area, INFLIGHT_SHMFD, which then carried the recovery)
 #
 # Options:
@@ -273,8 +273,10 @@ if grep -q '^V4J: FAIL' "$console" || ! grep -q '^V4J: done' "$console"; then
   exit 1
 fi
 if [ "$kills" -gt 0 ]; then
-  disk=$(grep '^V4J-DISK' "$console" | tail -n 1)
+  disk=$(grep '^V4J-DISK' "$console" | tail -n 1 | tr -d '\r')
   gsize=$(peers_field size "$disk")
+  features=$(peers_field features "$disk")
+  gpacked=$([ "${features:34:1}" = 1 ] && echo 1 || echo 0)   # sysfs lists feature bit 0 first
   v=$(grep '^V4J-VERIFY' "$console" | tail -n 1 | tr -d '\r')
   guest=FAIL image=ok
   [ -n "$v" ] && [ "$(peers_field bad "$v")" = 0 ] && [ "$(peers_field slots "$v")" -gt 0 ] &&
@@ -291,8 +293,8 @@ if [ "$kills" -gt 0 ]; then
   echo "GUEST size=$gsize rounds=$(peers_field rounds "$v") slots=$(peers_field slots "$v") verify=$guest boot_s=${boot:-?} total_s=$(peers_elapsed "$t_start")"
   verdict=ok
   [ "$gsize" = "$size" ] && [ "$kills_done" = "$kills" ] && [ "$guest" = ok ] && [ "$image" = ok ] &&
-    [ "$qemu_alive" = ok ] || verdict=FAIL
-  echo "CHECK $verdict size=$gsize/$size kills=$kills_done/$kills guest=$guest image=$image qemu=$qemu_alive inflight=$inflight rounds=$(peers_field rounds "$v")"
+    [ "$qemu_alive" = ok ] && [ "$gpacked" = "$packed" ] || verdict=FAIL
+  echo "CHECK $verdict size=$gsize/$size kills=$kills_done/$kills guest=$guest image=$image qemu=$qemu_alive inflight=$inflight packed=$gpacked/$packed rounds=$(peers_field rounds "$v")"
   [ "$verdict" = ok ] || exit 1
   exit 0
 fi
