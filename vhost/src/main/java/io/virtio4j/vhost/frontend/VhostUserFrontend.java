@@ -217,6 +217,18 @@ public final class VhostUserFrontend implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits up to {@code timeoutNanos} for the connection to end while no request is waiting for a reply: true when
+     * the socket became readable, hung up or failed. Between requests a back-end has nothing to say on this socket
+     * (its own requests travel on the back-end channel, which this front-end does not open), so anything there means
+     * it closed the connection or died (kill -9 included: the kernel closes its end), or that it is out of step;
+     * either way the connection is done. For a driver that watches its back-end from its control thread while other
+     * threads drive the rings. Not while a request is under way.
+     */
+    public boolean awaitHangup(long timeoutNanos) {
+        return outOfStep != null || readable.await(timeoutNanos) != 0;
+    }
+
     // ---- requests ----
 
     /**
