@@ -37,11 +37,12 @@ import static org.junit.jupiter.api.Assertions.fail;
  * <p>Seeded: the seed is printed, {@code -Dvirtio4j.chaos.seed=N} replays the kill times. Longer forms:
  * {@code -Dvirtio4j.chaos.kills=N}, and {@code -Dvirtio4j.chaos.runs=io_uring:on,sync:off,sync:on:packed,...} for
  * other I/O engines of serve blk (or {@code qsd}: qemu-storage-daemon), drive blk's {@code --inflight} and {@code --ring} (CI runs {@value #DEFAULT_RUNS}:
- * split rings and the back-end's inflight area; packed rings resume only with it).
+ * the io_uring engine, whose completions come out of order, on split and packed rings with the back-end's inflight
+ * area; packed rings resume only with it).
  */
 class BlkChaosTest {
     private static final int DEFAULT_KILLS = 100;
-    private static final String DEFAULT_RUNS = "io_uring:on";
+    private static final String DEFAULT_RUNS = "io_uring:on,io_uring:on:packed";
     private static final int KILLS = Integer.getInteger("virtio4j.chaos.kills", DEFAULT_KILLS);
     private static final long IMAGE_BYTES = 64L << 20;
     private static final long REGION_BYTES = 32L << 20;
