@@ -874,4 +874,12 @@ public final class PackedDeviceQueue implements DeviceQueue {
         }
         return available;
     }
+
+    /** Not implemented yet for packed rings (see {@link DeviceQueue#logUsed}); null (no logging) is accepted. */
+    @Override
+    public void logUsed(io.virtio4j.core.memory.DirtyLog log, long usedGuestAddr) {
+        if (log != null) {
+            throw new UnsupportedOperationException("dirty logging of packed rings is not implemented");
+        }
+    }
 }
