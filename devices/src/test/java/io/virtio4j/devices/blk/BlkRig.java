@@ -98,7 +98,7 @@ final class BlkRig implements AutoCloseable {
                 false), new ParkingNotifier());
         requests = new BlkRequests(0, arena, io, cache, store.readOnly(), store.size(), store.blockSize(),
                 "test-serial".getBytes(), stats);
-        requests.attach(device, features);
+        requests.attach(device, features, null, guest);
     }
 
     /** {@code n} bytes of guest memory, 512-aligned, filled with 0xEE (so untouched bytes show). */
