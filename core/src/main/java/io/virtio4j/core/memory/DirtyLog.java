@@ -69,8 +69,8 @@ public final class DirtyLog {
     /**
      * Marks every page of guest-physical [{@code gpa}, +{@code len}) dirty; nothing for {@code len} 0.
      *
-     * @throws DirtyLogOverflowException when a page of the range has no bit (the log is checked before any bit is
-     *         set), also when the range wraps past 2^64
+     * @throws DirtyLogOverflowException naming the range's first page without a bit when it has one (the log is
+     *         checked before any bit is set), also when the range wraps past 2^64
      */
     public void mark(long gpa, long len) {
         if (len <= 0) {
@@ -80,7 +80,8 @@ public final class DirtyLog {
         long end = gpa + len - 1;
         long last = Long.compareUnsigned(end, gpa) < 0 ? -1L : end >>> PAGE_SHIFT; // a wrap: page 2^52 - 1, past any log
         if (Long.compareUnsigned(last, pages()) >= 0) {
-            throw new DirtyLogOverflowException(last, bytes);
+            // the first page of the range without a bit
+            throw new DirtyLogOverflowException(Long.compareUnsigned(first, pages()) >= 0 ? first : pages(), bytes);
         }
         for (long p = first; p <= last; p++) {
             set(p);

@@ -53,7 +53,7 @@ class DirtyLogTest {
     }
 
     @Test
-    void aRangeReachingPastTheLogIsRefusedNamingItsLastPageAndSetsNoBit() {
+    void aRangeReachingPastTheLogIsRefusedNamingItsFirstPageWithoutABitAndSetsNoBit() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment raw = arena.allocate(8, 8);
             DirtyLog log = new DirtyLog(raw, 0, 2); // pages [0, 16)
@@ -63,7 +63,7 @@ class DirtyLogTest {
             assertEquals(16, e.value());
             assertEquals(0, rawPages(raw, 0, 2).length, "the range's pages inside the log are not marked either");
             DirtyLogOverflowException wrap = assertThrows(DirtyLogOverflowException.class, () -> log.mark(-4096, 8192));
-            assertEquals(-1L, wrap.value(), "a range wrapping past 2^64 names no page inside");
+            assertEquals(-4096L >>> DirtyLog.PAGE_SHIFT, wrap.value(), "a range wrapping past 2^64 is past any log");
             log.mark(15 * DirtyLog.PAGE_SIZE + 4095, 1);
             assertEquals(1, rawPages(raw, 0, 2).length);
         }
