@@ -507,15 +507,14 @@ final class BlkRequests {
 
     /** Marks the first {@code len} bytes of {@code c}'s writable part (as {@link #logged}). */
     private boolean loggedWritable(DeviceQueue q, DescriptorChain c, long len) {
-        long left = len;
-        for (int i = c.readableCount(); i < c.count() && left > 0; i++) {
-            long n = Math.min(c.length(i), left);
-            if (!logged(q, c.region(i).address() + c.offset(i), n)) {
-                return false;
-            }
-            left -= n;
+        try {
+            c.markWritten(log, memory, len);
+            return true;
+        } catch (DirtyLogOverflowException e) {
+            LOG.warning("blk queue " + index + " broken: " + e.getMessage());
+            q.fail(e);
+            return false;
         }
-        return true;
     }
 
     private void start(DescriptorChain c, MemorySegment sRegion, long sOffset, int type, int op, long offset,
