@@ -701,11 +701,11 @@ public final class SplitDeviceQueue implements DeviceQueue {
     /**
      * Logs every write of this queue into its used ring (entries, index, flags, avail_event) in {@code log} from
      * now on, the ring lying at guest-physical {@code usedGuestAddr} (vhost-user's {@code log_guest_addr}); null
-     * stops logging. Each write is marked after it is stored (see {@link DirtyLog}). Called by the thread that owns
-     * the queue, or before the queue is handed to it.
+     * stops logging. Each write is marked after it is stored (see {@link DirtyLog}). The descriptor table is never
+     * written by a split device: {@code descGuestAddr} is not used.
      */
     @Override
-    public void logUsed(DirtyLog log, long usedGuestAddr) {
+    public void logUsed(DirtyLog log, long usedGuestAddr, long descGuestAddr) {
         this.log = log;
         this.usedLogAddr = usedGuestAddr;
     }

@@ -68,7 +68,7 @@ class SplitUsedRingLogTest {
 
     @Test
     void aPublicationMarksTheUsedRingsPageAtItsLogAddressOnly() {
-        device.logUsed(log, LOG_ADDR);
+        device.logUsed(log, LOG_ADDR, -1);
         offer(0, 0);
         DescriptorChain c = device.pop();
         assertEquals(0, marked(), "a pop writes nothing into the used ring");
@@ -82,7 +82,7 @@ class SplitUsedRingLogTest {
     void aRingAcrossAPageBoundaryMarksBothPages() {
         // the used ring straddles pages 9 and 10: flags, idx and slots 0..5 in page 9, slots 6 and 7 in page 10
         long straddling = 10 * DirtyLog.PAGE_SIZE - 4 - 8 * 6;
-        device.logUsed(log, straddling);
+        device.logUsed(log, straddling, -1);
         for (int i = 0; i < QUEUE; i++) {
             offer(i, i);
             device.pushUsed(device.pop().head(), 0);
@@ -94,8 +94,8 @@ class SplitUsedRingLogTest {
 
     @Test
     void withoutALogNothingIsMarked() {
-        device.logUsed(log, LOG_ADDR);
-        device.logUsed(null, 0);
+        device.logUsed(log, LOG_ADDR, -1);
+        device.logUsed(null, 0, 0);
         offer(0, 0);
         device.pushUsed(device.pop().head(), 10);
         device.publishUsed();
@@ -106,7 +106,7 @@ class SplitUsedRingLogTest {
 
     @Test
     void aLogAddressPastTheLogBreaksTheQueueNamingTheLog() {
-        device.logUsed(log, 16 * DirtyLog.PAGE_SIZE); // page 16: the log has pages [0, 16)
+        device.logUsed(log, 16 * DirtyLog.PAGE_SIZE, -1); // page 16: the log has pages [0, 16)
         offer(0, 0);
         device.pushUsed(device.pop().head(), 10);
         DirtyLogOverflowException e = assertThrows(DirtyLogOverflowException.class, device::publishUsed);

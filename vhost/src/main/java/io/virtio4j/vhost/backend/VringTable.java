@@ -493,7 +493,7 @@ final class VringTable implements AutoCloseable {
         }
         DirtyLogArea logging = logAll() ? log : null;
         if (logging != null && (v.addrFlags & VringAddress.F_LOG) != 0) {
-            logUsedRing(request, v, queue, logging);
+            logUsedRing(request, v, queue, logging, table);
         }
         QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled,
                 features & ~ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES), v.err,
@@ -524,26 +524,39 @@ final class VringTable implements AutoCloseable {
     }
 
     /**
-     * Has the queue log its used ring at the ring's {@code log_guest_addr}, once the log is checked to have a bit for
-     * every page of it: an address the log does not cover is the front-end's error, refused here rather than
-     * breaking the queue at its first publication. Packed rings are not logged yet (their used descriptors go to the
-     * descriptor ring, at a guest-physical address the front-end does not give): refused, the ring not started.
+     * Has the queue log its own ring writes, once the log is checked to have a bit for every page of them: an
+     * address the log does not cover is the front-end's error, refused here rather than breaking the queue at its
+     * first publication. Split: the used ring, at the ring's {@code log_guest_addr}. Packed: the device event area
+     * at {@code log_guest_addr} (QEMU gives the device area's address there for a packed ring) and the used
+     * descriptors in the descriptor ring, at the guest-physical address its region maps its virtual address to (the
+     * protocol gives none: QEMU marks the descriptor ring of a packed ring nowhere else, and DPDK logs it at offsets
+     * from {@code log_guest_addr}, which for QEMU's packed rings is the device area; the region's own mapping is
+     * right whatever the front-end meant).
      */
-    private void logUsedRing(String request, Vring v, DeviceQueue queue, DirtyLogArea logging)
+    private void logUsedRing(String request, Vring v, DeviceQueue queue, DirtyLogArea logging, MemoryTable table)
             throws VhostUserProtocolException {
+        DirtyLog log = logging.log();
+        long descGpa = -1;
         if (queue instanceof PackedDeviceQueue) {
-            throw new VhostUserProtocolException(request, "vring[" + v.index + "].flags", v.addrFlags,
-                    "dirty logging of packed rings is not implemented");
+            long descBytes = PackedLayout.descRingBytes(v.num);
+            descGpa = table.userToGuest(v.descAddr, descBytes);
+            checkLogged(request, v, "desc", descGpa, descBytes, log);
+            checkLogged(request, v, "log", v.logAddr, PackedLayout.EVENT_SIZE, log);
+        } else {
+            checkLogged(request, v, "log", v.logAddr, SplitLayout.usedRingBytes(v.num), log);
         }
-        long bytes = SplitLayout.usedRingBytes(v.num);
-        long lastPage = Long.compareUnsigned(v.logAddr + bytes - 1, v.logAddr) < 0 ? -1L
-                : (v.logAddr + bytes - 1) >>> DirtyLog.PAGE_SHIFT;
-        if (Long.compareUnsigned(lastPage, logging.log().pages()) >= 0) {
-            throw new VhostUserProtocolException(request, "vring[" + v.index + "].log", v.logAddr, "the used ring ("
-                    + bytes + " bytes there) is not covered by the dirty log of " + logging.log().byteSize()
-                    + " bytes (pages [0, " + logging.log().pages() + "))");
+        queue.logUsed(log, v.logAddr, descGpa);
+    }
+
+    private static void checkLogged(String request, Vring v, String field, long gpa, long bytes, DirtyLog log)
+            throws VhostUserProtocolException {
+        long end = gpa + bytes - 1;
+        long lastPage = Long.compareUnsigned(end, gpa) < 0 ? -1L : end >>> DirtyLog.PAGE_SHIFT;
+        if (Long.compareUnsigned(lastPage, log.pages()) >= 0) {
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "]." + field, field.equals("log") ? gpa
+                    : v.descAddr, "the ring area's " + bytes + " bytes (at guest-physical 0x" + Long.toHexString(gpa)
+                    + ") are not covered by the dirty log of " + log.byteSize() + " bytes (pages [0, " + log.pages() + "))");
         }
-        queue.logUsed(logging.log(), v.logAddr);
     }
 
     /**

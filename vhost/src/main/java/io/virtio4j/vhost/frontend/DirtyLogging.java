@@ -1,5 +1,6 @@
 package io.virtio4j.vhost.frontend;
 
+import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.os.FileDescriptor;
@@ -20,8 +21,8 @@ import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
  * address (SET_VRING_ADDR), the rings running throughout; {@link #takeDirtyPages} reads and clears the log as a
  * migration's passes do, {@link #stop} switches logging off again. QEMU's order ({@code vhost_dev_set_log}).
  *
- * <p>Split rings only: the back-end does not log packed rings yet. Not thread-safe; the log itself may be read
- * while the back-end writes it (atomic OR there, atomic AND-NOT here).
+ * <p>Not thread-safe; the log itself may be read while the back-end writes it (atomic OR there, atomic AND-NOT
+ * here).
  */
 public final class DirtyLogging implements AutoCloseable {
     private final FrontendSession session;
@@ -108,14 +109,21 @@ public final class DirtyLogging implements AutoCloseable {
         session.frontend().setFeatures(session.features());
     }
 
+    /**
+     * SET_VRING_ADDR with the log flag set or cleared on every ring, the areas unchanged, with the log address as
+     * QEMU gives it: the used ring's guest-physical address (for a packed ring, the device event area's, which QEMU
+     * keeps as its "used" address).
+     */
     private void ringFlags(boolean on) {
         GuestMemory m = session.memory();
+        VhostUserFrontend fe = session.frontend();
         for (DriverRing r : session.rings()) {
-            if (!(r.areas() instanceof SplitRingAreas a)) {
-                throw new IllegalStateException("ring " + r.index() + " is packed: the back-end does not log packed rings");
+            switch (r.areas()) {
+                case SplitRingAreas a -> fe.setVringAddr(r.index(), m.user(a.descTable()), m.user(a.usedRing()),
+                        m.user(a.availRing()), on, m.gpa(a.usedRing()));
+                case PackedRingAreas a -> fe.setVringAddr(r.index(), m.user(a.descRing()), m.user(a.deviceEvent()),
+                        m.user(a.driverEvent()), on, m.gpa(a.deviceEvent()));
             }
-            session.frontend().setVringAddr(r.index(), m.user(a.descTable()), m.user(a.usedRing()), m.user(a.availRing()),
-                    on, m.gpa(a.usedRing()));
         }
     }
 

@@ -302,4 +302,47 @@ class DirtyLogSessionTest {
             assertFalse(first == second, "the ring marks in the new log");
         }
     }
+
+    // ---- packed rings ----
+
+    private static final long PACKED = FakeDevice.FEATURES | bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
+
+    /** Maps the 64 KiB guest memory at guest-physical {@code gpa} and starts packed ring 0 (size 8) logging. */
+    private static void startPackedLogging(VhostUserSession s, long gpa, long eventLog) throws VhostUserProtocolException {
+        s.handle(message(Request.SET_MEM_TABLE, new MemoryTableDescription(List.of(
+                new MemoryRegionDescription(gpa, MEM, USER, 0))).encode(), Memfd.create("guest", MEM)));
+        s.handle(message(Request.SET_VRING_NUM, new VringState(0, 8).encode()));
+        s.handle(message(Request.SET_VRING_BASE, new VringState(0, 0x8000_8000L).encode()));
+        s.handle(message(Request.SET_VRING_ADDR, new VringAddress(0, VringAddress.F_LOG, USER, USER + 0x2000, USER + 0x1000,
+                eventLog).encode()));
+        s.handle(message(Request.SET_VRING_KICK, new VringFd(0, true).encode()));
+        s.handle(message(Request.SET_VRING_ENABLE, new VringState(0, 1).encode()));
+    }
+
+    @Test
+    void aPackedRingLogsItsDescriptorRingAtTheGuestAddressItsRegionMapsItTo() throws Exception {
+        Device device = new Device(true);
+        try (VhostUserSession s = negotiated(device, bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK),
+                PACKED | LOG_ALL)) {
+            s.handle(logBase(64, 0, Memfd.create("log", 4096))); // 512 pages: 2 MiB
+            startPackedLogging(s, 0x10_0000, 0x10_2000);
+            assertEquals(List.of("start 0"), device.calls);
+            assertNotNull(device.started.getLast().dirtyLog());
+        }
+    }
+
+    @Test
+    void aPackedDescriptorRingTheLogDoesNotCoverIsRefusedNamingIt() throws Exception {
+        Device device = new Device(true);
+        try (VhostUserSession s = negotiated(device, bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK),
+                PACKED | LOG_ALL)) {
+            s.handle(logBase(8, 0, Memfd.create("log", 4096))); // 64 pages: 256 KiB
+            // the device area's log address is covered, but the descriptor ring lies at guest-physical 1 MiB
+            VhostUserProtocolException e = assertThrows(VhostUserProtocolException.class,
+                    () -> startPackedLogging(s, 0x10_0000, 0x2000));
+            assertEquals("vring[0].desc", e.field(), e.getMessage());
+            assertEquals(USER, e.value());
+            assertFalse(device.calls.contains("start 0"));
+        }
+    }
 }
