@@ -196,7 +196,8 @@ public final class PackedDeviceQueue implements DeviceQueue {
     /**
      * {@inheritDoc}
      *
-     * <p>Packed: the used position is the region's (a fresh region takes {@code state}'s): the last one committed,
+     * <p>Packed: the used position is the region's (a fresh region takes {@code state}'s, and the available position
+     * is then that too, whatever {@code state} says of it): the last one committed,
      * or, when the back-end died between publishing a batch in the ring and committing it, the batch's end if the
      * ring shows it published (see {@link PackedInflight}). It is the position the driver saw, which is what QEMU
      * sends after a disconnect. The available position is that plus the slots of the resubmitted buffers: every
@@ -215,7 +216,25 @@ public final class PackedDeviceQueue implements DeviceQueue {
             throw breakWith(e);
         }
         int used = line(tracker.usedIdx(), tracker.usedWrap());
-        int avail = advance(used, tracker.resubmittedSlots());
+        int slots = tracker.resubmittedSlots();
+        int avail = advance(used, slots);
+        // The slots between the used and the available position are the resubmitted buffers': the dead back-end
+        // may have written used descriptors over them (in a batch only the first one's flags wait for the
+        // publication; the others are stored at push time) and died before publishing, so the batch was rolled
+        // back. The driver waits at the used position and will read on from the slot its first new used
+        // descriptor ends at: if that one covers other slots than the dead batch's first did, the driver would land
+        // on a stale used descriptor and reap a buffer this back-end has not done. So every one of those slots gets
+        // the available pattern of its lap back (AVAIL = wrap, USED = !wrap: what the driver wrote there), before
+        // anything is published. Plain stores: the driver reads none of these slots before the device publishes
+        // at the used position, and the release store of that first publication orders them before it; a crash
+        // before it leaves slots that still look available, which is what recovery's commit test expects of the
+        // slot at the committed position (a rollback, as it would be anyway).
+        for (int k = 0; k < slots; k++) {
+            int at = advance(used, k);
+            int flags = PackedDescriptors.flagsPlainLoad(ring, slotOf(at));
+            PackedDescriptors.flagsPlain(ring, slotOf(at), flags & ~(PackedLayout.DESC_F_AVAIL
+                    | PackedLayout.DESC_F_USED) | PackedLayout.availBits(wrapOf(at)));
+        }
         resume(new QueueState(slotOf(avail), wrapOf(avail), slotOf(used), wrapOf(used)));
         inflight = tracker;
         resubmitLeft = tracker.resubmitCount();

@@ -188,8 +188,8 @@ public final class SplitDeviceQueue implements DeviceQueue {
      *
      * <p>Split: {@code state.nextUsed()} is the used.idx in the ring (what a new queue's {@link #state()} gives):
      * the batch to clear is measured against it and the available position becomes it plus the resubmitted heads,
-     * whatever {@code state.nextAvail()} says (after a crash QEMU sends used.idx there). Resubmitted heads are
-     * walked and checked again when popped, as any chain from the ring.
+     * whatever {@code state.nextAvail()} says (after a crash QEMU sends used.idx there), for a fresh region too.
+     * Resubmitted heads are walked and checked again when popped, as any chain from the ring.
      */
     @Override
     public int restart(QueueState state, MemorySegment inflightRegion) {

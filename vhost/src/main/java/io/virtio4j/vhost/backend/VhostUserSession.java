@@ -201,18 +201,22 @@ public final class VhostUserSession implements AutoCloseable {
         }
         return switch (r) {
             case GET_CONFIG -> new byte[0];
-            case GET_INFLIGHT_FD -> inflightFailure(m.payload());
+            case GET_INFLIGHT_FD -> inflightFailure(m);
             default -> null;
         };
     }
 
-    /** {@code u64 mmap_size = 0; u64 mmap_offset = 0; u16 num_queues; u16 queue_size;} and padding, as asked. */
-    private static byte[] inflightFailure(MemorySegment asked) {
-        byte[] reply = new byte[Request.GET_INFLIGHT_FD.maxSize()];
-        if (asked.byteSize() == reply.length) {
-            MemorySegment.copy(asked, 16, MemorySegment.ofArray(reply), 16, 4); // num_queues, queue_size
+    /**
+     * The inflight payload with {@code mmap_size} 0 ("no area", {@link InflightDescription#noArea}), num_queues and
+     * queue_size as asked when the question could be read.
+     */
+    private static byte[] inflightFailure(Message m) {
+        try {
+            InflightDescription asked = InflightDescription.decode(m.name(), m.payload());
+            return InflightDescription.noArea(asked.numQueues(), asked.queueSize()).encode();
+        } catch (VhostUserProtocolException e) {
+            return InflightDescription.noArea(0, 0).encode(); // a question of the wrong size: nothing to echo
         }
-        return reply;
     }
 
     private void require(String request, int feature) throws VhostUserProtocolException {

@@ -462,6 +462,7 @@ final class VringTable implements AutoCloseable {
         InflightArea area = inflight;
         MemorySegment region = area != null ? inflightRegion(request, v, area) : null;
         DeviceQueue queue;
+        boolean restarting = false;
         try {
             // Reading the ring (the used index below) can fault if the front-end shrank the file under it.
             queue = DeviceQueue.over(areas, table.guestMemory(),
@@ -469,6 +470,7 @@ final class VringTable implements AutoCloseable {
             // A split base gives the avail index only: the used index is the one the new queue read from the ring.
             QueueState state = areas instanceof PackedRingAreas ? packedState(v.base)
                     : QueueState.split((int) v.base, queue.state().nextUsed());
+            restarting = true;
             if (region == null) {
                 queue.restart(state);
             } else {
@@ -486,8 +488,14 @@ final class VringTable implements AutoCloseable {
             if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
                 throw e;
             }
-            // The ring's pages are gone (the front-end shrank the file under its region): its request fails, the
-            // connection and the other rings go on.
+            // The ring's pages are gone (the front-end shrank the file under its region), or, recovering from the
+            // inflight area, the area's (an unsealed area shrunk): its request fails, the connection and the other
+            // rings go on.
+            if (restarting && region != null) {
+                throw new VhostUserProtocolException(request, "vring[" + v.index + "].inflight", v.index,
+                        "recovering from the ring and its inflight region faulted (SIGBUS: the file under the ring's"
+                                + " memory region or under the inflight area was shrunk): " + e.getMessage());
+            }
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].used_addr", v.usedAddr,
                     "reading the ring faulted (SIGBUS: the file under its memory region was shrunk): " + e.getMessage());
         }
@@ -561,8 +569,8 @@ final class VringTable implements AutoCloseable {
 
     /**
      * Ring {@code v}'s region of the inflight area, once the ring is checked to fit it: QEMU sizes the area for
-     * every queue it starts, so a ring beyond it or of another size or format is the front-end's error, not a ring
-     * to run untracked (its buffers would not survive a restart, silently).
+     * every queue it starts, so a ring beyond it, larger than its queue size or of another format is the
+     * front-end's error, not a ring to run untracked (its buffers would not survive a restart, silently).
      */
     private MemorySegment inflightRegion(String request, Vring v, InflightArea area) throws VhostUserProtocolException {
         if (v.index >= area.numQueues()) {
@@ -573,9 +581,12 @@ final class VringTable implements AutoCloseable {
             throw new VhostUserProtocolException(request, "features", features, "rings are " + format()
                     + " but the inflight area was set up for " + area.format() + " rings");
         }
-        if (v.num != area.queueSize()) {
+        // QEMU asks for the area with its queue-size property, and the guest's driver may choose a smaller ring
+        // (virtio lets it write a smaller QUEUE_SIZE; Linux halves it when it cannot allocate the ring): such a ring
+        // records in the first entries of its region, as in libvhost-user and DPDK. A larger one does not fit.
+        if (v.num > area.queueSize()) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].num", v.num,
-                    "the inflight area was set up for queue size " + area.queueSize());
+                    "is larger than the queue size the inflight area was set up for (queue_size " + area.queueSize() + ")");
         }
         return area.region(v.index);
     }
@@ -624,20 +635,45 @@ final class VringTable implements AutoCloseable {
         return s;
     }
 
-    /** Stops the ring if it is started, keeping the available index processing would resume at as its base. */
+    /**
+     * Stops the ring if it is started, keeping the available index processing would resume at as its base, and
+     * gives back its slice of the inflight area (unmapped once retired and unused).
+     *
+     * <p>A device that pushed used entries without publishing them when its queue was taken back: they are
+     * published here, with a notification if the driver asked for one. Their buffers are done (pushUsed says the
+     * data is written), the driver waits for them, and the base is only right once they are counted: a state taken
+     * before would skip them (core refuses to give one). The device's threads no longer touch the queue (stopQueue
+     * returned), so the control thread may. If publishing faults (the front-end shrank the ring's or the area's
+     * file) the queue is broken, and its state is the used position it last published. Either way the ring counts
+     * as stopped and its area slice is released: a ring that stayed started would pin the area for ever.
+     */
     private void stop(Vring v) {
         if (!v.isStarted()) {
             return;
         }
-        device.stopQueue(v.index);
-        QueueState state = v.queue.state();
-        v.base = v.queue instanceof PackedDeviceQueue ? state.toPackedBase() : state.nextAvail();
-        v.started = null;
-        InflightArea area = v.inflight;
-        if (area != null) {
-            v.inflight = null;
-            area.users--;
-            unmapWhenUnused(area);
+        device.stopQueue(v.index); // throws when a worker did not give the queue back: the ring stays started
+        DeviceQueue queue = v.queue;
+        try {
+            if (!queue.isBroken()) {
+                try {
+                    queue.flushUsed(); // nothing to publish or notify for a device that published all it pushed
+                } catch (InternalError e) {
+                    if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
+                        throw e;
+                    }
+                    queue.fail(new GuestMemoryFaultException(v.index, "the control thread stopping it", e));
+                }
+            }
+            QueueState state = queue.state();
+            v.base = queue instanceof PackedDeviceQueue ? state.toPackedBase() : state.nextAvail();
+        } finally {
+            v.started = null;
+            InflightArea area = v.inflight;
+            if (area != null) {
+                v.inflight = null;
+                area.users--;
+                unmapWhenUnused(area);
+            }
         }
         DirtyLogArea logging = v.logging;
         if (logging != null) {
