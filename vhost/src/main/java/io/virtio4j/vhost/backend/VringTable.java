@@ -9,6 +9,7 @@ import io.virtio4j.core.layout.PackedLayout;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.error.DirtyLogOverflowException;
 import io.virtio4j.core.error.GuestMemoryFaultException;
 import io.virtio4j.core.error.InvalidInflightRegionException;
 import io.virtio4j.core.error.VirtqueueException;
@@ -662,6 +663,9 @@ final class VringTable implements AutoCloseable {
                         throw e;
                     }
                     queue.fail(new GuestMemoryFaultException(v.index, "the control thread stopping it", e));
+                } catch (DirtyLogOverflowException e) {
+                    // the publication is made, its marks could not be: the queue broke itself, the ring stops anyway
+                    LOG.warning("ring " + v.index + " broken stopping it: " + e.getMessage());
                 }
             }
             QueueState state = queue.state();
@@ -674,12 +678,12 @@ final class VringTable implements AutoCloseable {
                 area.users--;
                 unmapWhenUnused(area);
             }
-        }
-        DirtyLogArea logging = v.logging;
-        if (logging != null) {
-            v.logging = null;
-            logging.users--;
-            unmapWhenUnused(logging);
+            DirtyLogArea logging = v.logging;
+            if (logging != null) {
+                v.logging = null;
+                logging.users--;
+                unmapWhenUnused(logging);
+            }
         }
     }
 
