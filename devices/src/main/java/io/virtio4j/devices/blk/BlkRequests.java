@@ -295,6 +295,14 @@ final class BlkRequests {
     }
 
     private void completed(int slot, long result) {
+        if (log != null && kind[slot] == BlkLayout.T_IN) {
+            // The kernel wrote the data into guest memory (part of it, maybe, when the read failed: marked all the
+            // same, the pages are changed): mark it now that it is there, before finish pushes the buffer.
+            DeviceQueue q = queue;
+            if (q != null && !q.isBroken()) {
+                loggedRead(q, slot);
+            }
+        }
         if (result < 0) {
             ioErrors++;
             finish(slot, BlkLayout.S_IOERR);
@@ -306,14 +314,7 @@ final class BlkRequests {
             return;
         }
         switch (kind[slot]) {
-            case BlkLayout.T_IN -> {
-                bytesRead += bytes[slot];
-                // the kernel wrote the data into guest memory: mark it now that it is there (finish pushes it)
-                DeviceQueue q = queue;
-                if (log != null && q != null && !q.isBroken()) {
-                    loggedRead(q, slot);
-                }
-            }
+            case BlkLayout.T_IN -> bytesRead += bytes[slot];
             case BlkLayout.T_OUT -> bytesWritten += bytes[slot];
             default -> { }
         }
