@@ -13,11 +13,15 @@ import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
 import io.virtio4j.testkit.NoFdLeaks;
 import io.virtio4j.vhost.backend.InProcessBackend;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.Memfd;
 import io.virtio4j.vhost.frontend.DirtyLogging;
+import io.virtio4j.vhost.frontend.VhostUserRequestFailedException;
 import io.virtio4j.vhost.frontend.FrontendSession;
 import io.virtio4j.vhost.frontend.GuestMemory;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -32,6 +36,7 @@ import java.util.SplittableRandom;
 import static io.virtio4j.testkit.Bytes.crc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -128,6 +133,33 @@ class BlkDirtyLogTest {
                 assertEquals(BlkLayout.S_OK, d.run(0, again, TIMEOUT));
                 assertEquals(crc(MemorySegment.ofArray(disk).asSlice(8 * 512, BYTES)), crc(d.data(0, again), 0, BYTES));
                 assertTrue(logging.takeDirtyPages().isEmpty(), "logging off: nothing is marked");
+            } finally {
+                c.backend().awaitEnd();
+                device.reset();
+            }
+        }
+    }
+
+    /**
+     * A log the back-end refuses (an empty one here) gets no reply: SET_LOG_BASE's reply is a u64 the front-end does
+     * not read, so it cannot say "failed", and the connection closes rather than leave the front-end migrating with
+     * a back-end that logs nothing. The front-end sees the back-end close instead of answering.
+     */
+    @Test
+    void aRefusedLogBaseClosesTheConnection() throws Exception {
+        Path f = dir.resolve("disk.img");
+        Files.write(f, new byte[1 << 20]);
+        try (BlockStore store = BlockStore.open(f.toString(), false, 512)) {
+            BlkDevice device = new BlkDevice(store, new BlkDevice.Options(1, BlockEngine.SYNC, 16, 64, new int[0],
+                    "dirty-log", NotificationMode.NOTIFY, 20_000));
+            BlkDriver.Config config = BlkDriver.Config.defaults().withQueues(1).withDepth(4).withQueueSize(16)
+                    .withMaxRequestBytes(16384).withFormat(RingFormat.SPLIT);
+            InProcessBackend.Connected c = InProcessBackend.start(device, "blk");
+            try (BlkDriver d = BlkDriver.start(FrontendSession.over(c.frontend()), config);
+                 FileDescriptor log = Memfd.create("log", 4096)) {
+                VhostUserRequestFailedException e = assertThrows(VhostUserRequestFailedException.class,
+                        () -> d.session().frontend().setLogBase(log, 0, 0));
+                assertTrue(e.getMessage().contains("closed the connection"), e.getMessage());
             } finally {
                 c.backend().awaitEnd();
                 device.reset();
