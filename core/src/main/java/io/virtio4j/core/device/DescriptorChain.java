@@ -1,5 +1,6 @@
 package io.virtio4j.core.device;
 
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 
 import java.lang.foreign.MemorySegment;
@@ -233,7 +234,7 @@ public final class DescriptorChain {
      * @throws io.virtio4j.core.error.DirtyLogOverflowException when the log has no bit for a page of them; the caller
      *         breaks the queue ({@link DeviceQueue#fail})
      */
-    public void markWritten(io.virtio4j.core.memory.DirtyLog log, io.virtio4j.core.memory.GuestMemory memory, long len) {
+    public void markWritten(DirtyLog log, GuestMemory memory, long len) {
         long left = len;
         for (int i = readableCount; i < count && left > 0; i++) {
             long n = Math.min(length[i], left);

@@ -4,6 +4,7 @@ import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.error.RingViolationException;
@@ -174,5 +175,5 @@ public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue 
      * @param descGuestAddr the descriptor area's guest-physical address; a split queue never writes there and
      *                      ignores it
      */
-    void logUsed(io.virtio4j.core.memory.DirtyLog log, long usedGuestAddr, long descGuestAddr);
+    void logUsed(DirtyLog log, long usedGuestAddr, long descGuestAddr);
 }

@@ -235,6 +235,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
             PackedDescriptors.flagsPlain(ring, slotOf(at), flags & ~(PackedLayout.DESC_F_AVAIL
                     | PackedLayout.DESC_F_USED) | PackedLayout.availBits(wrapOf(at)));
         }
+        if (log != null) {
+            logSlots(used, avail); // guest memory written: logged like a publication's slots (logUsed came first)
+        }
         resume(new QueueState(slotOf(avail), wrapOf(avail), slotOf(used), wrapOf(used)));
         inflight = tracker;
         resubmitLeft = tracker.resubmitCount();

@@ -716,7 +716,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
      * published, but a migration would miss them.
      */
     private void logPublished() {
-        int n = (usedShadow - usedPublished) & 0xFFFF;
+        int n = Math.min((usedShadow - usedPublished) & 0xFFFF, size);
         int first = usedPublished & mask;
         int head = Math.min(n, size - first);
         logUsedBytes(SplitLayout.USED_RING + (long) SplitLayout.USED_ELEM_SIZE * first, (long) SplitLayout.USED_ELEM_SIZE * head);

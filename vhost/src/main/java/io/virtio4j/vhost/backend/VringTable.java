@@ -462,6 +462,7 @@ final class VringTable implements AutoCloseable {
         RingAreas areas = ringAreas(table, request, v);
         InflightArea area = inflight;
         MemorySegment region = area != null ? inflightRegion(request, v, area) : null;
+        DirtyLogArea logging = logAll() ? log : null;
         DeviceQueue queue;
         boolean restarting = false;
         try {
@@ -471,6 +472,10 @@ final class VringTable implements AutoCloseable {
             // A split base gives the avail index only: the used index is the one the new queue read from the ring.
             QueueState state = areas instanceof PackedRingAreas ? packedState(v.base)
                     : QueueState.split((int) v.base, queue.state().nextUsed());
+            if (logging != null && (v.addrFlags & VringAddress.F_LOG) != 0) {
+                // before the restart: a packed restart over an inflight area writes descriptor flags
+                logUsedRing(request, v, queue, logging, table);
+            }
             restarting = true;
             if (region == null) {
                 queue.restart(state);
@@ -499,10 +504,6 @@ final class VringTable implements AutoCloseable {
             }
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].used_addr", v.usedAddr,
                     "reading the ring faulted (SIGBUS: the file under its memory region was shrunk): " + e.getMessage());
-        }
-        DirtyLogArea logging = logAll() ? log : null;
-        if (logging != null && (v.addrFlags & VringAddress.F_LOG) != 0) {
-            logUsedRing(request, v, queue, logging, table);
         }
         QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled,
                 features & ~ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES), v.err,
