@@ -166,4 +166,68 @@ class BlkDirtyLogTest {
             }
         }
     }
+
+    /**
+     * Logging switched on and then off while reads are in flight (the ring restarts under them each time): every
+     * read comes back exactly once with its data intact, in both formats. Which reads the restarts find in flight
+     * depends on the device thread; the assertion holds whatever the interleaving.
+     */
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void readsInFlightWhileLoggingIsSwitchedComeBackOnceIntact(RingFormat format) throws Exception {
+        Path f = dir.resolve("disk.img");
+        byte[] disk = new byte[1 << 20];
+        new SplittableRandom(17).nextBytes(disk);
+        Files.write(f, disk);
+        try (BlockStore store = BlockStore.open(f.toString(), false, 512)) {
+            BlkDevice device = new BlkDevice(store, new BlkDevice.Options(1, BlockEngine.SYNC, 16, 64, new int[0],
+                    "dirty-log", NotificationMode.NOTIFY, 20_000));
+            BlkDriver.Config config = BlkDriver.Config.defaults().withQueues(1).withDepth(8).withQueueSize(16)
+                    .withMaxRequestBytes(16384).withFormat(format);
+            InProcessBackend.Connected c = InProcessBackend.start(device, "blk");
+            try (BlkDriver d = BlkDriver.start(FrontendSession.over(c.frontend()), config)) {
+                DirtyLogging logging = null;
+                try {
+                    for (int round = 0; round < 2; round++) {
+                        int[] sector = new int[8];
+                        int[] back = new int[8];
+                        for (int i = 0; i < 8; i++) {
+                            int slot = d.acquire(0);
+                            sector[slot] = (round * 8 + i) * 32;
+                            d.read(0, slot, sector[slot], BYTES);
+                        }
+                        d.kick(0);
+                        if (round == 0) {
+                            logging = DirtyLogging.start(d.session()); // restarts the ring under the reads
+                        } else {
+                            logging.stop(); // and again
+                        }
+                        long deadline = System.nanoTime() + TIMEOUT.toNanos(); // a hang guard, not a timing assertion
+                        int done = 0;
+                        while (done < 8) {
+                            assertTrue(System.nanoTime() - deadline < 0, "reads back: " + java.util.Arrays.toString(back));
+                            int n = d.complete(0, (slot, status, used) -> {
+                                assertEquals(BlkLayout.S_OK, status);
+                                back[slot]++;
+                                assertEquals(crc(MemorySegment.ofArray(disk).asSlice(sector[slot] * 512L, BYTES)),
+                                        crc(d.data(0, slot), 0, BYTES), "slot " + slot + " data intact");
+                            });
+                            done += n;
+                            if (n == 0) {
+                                d.await(0, 1_000_000);
+                            }
+                        }
+                        assertEquals("[1, 1, 1, 1, 1, 1, 1, 1]", java.util.Arrays.toString(back), "each exactly once");
+                    }
+                } finally {
+                    if (logging != null) {
+                        logging.close();
+                    }
+                }
+            } finally {
+                c.backend().awaitEnd();
+                device.reset();
+            }
+        }
+    }
 }
