@@ -4,6 +4,7 @@ import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.error.RingViolationException;
@@ -160,4 +161,19 @@ public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue 
      * are available (do not sleep: pop them); false means it is safe to sleep until kicked.
      */
     boolean enableKicksOrFindPending();
+
+    /**
+     * Dirty logging (vhost-user migration): from now on every write of this queue into its own ring areas is marked in
+     * {@code log}, after it is stored; null stops it. Split: the used ring's entries, index, flags and avail_event,
+     * the used ring lying at guest-physical {@code usedGuestAddr} (vhost-user's {@code log_guest_addr}). Packed: the
+     * used descriptors, in the descriptor ring at guest-physical {@code descGuestAddr}, and the device event
+     * suppression area at {@code usedGuestAddr} (where QEMU's {@code log_guest_addr} points for a packed ring).
+     * Data a device writes into buffers is the device's to mark. Without a log the hot path pays one null check. A
+     * write the log has no bit for breaks the queue with {@link io.virtio4j.core.error.DirtyLogOverflowException}.
+     * Called by the thread that owns the queue, or before the queue is handed to it.
+     *
+     * @param descGuestAddr the descriptor area's guest-physical address; a split queue never writes there and
+     *                      ignores it
+     */
+    void logUsed(DirtyLog log, long usedGuestAddr, long descGuestAddr);
 }

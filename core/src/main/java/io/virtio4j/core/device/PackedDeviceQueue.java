@@ -3,6 +3,7 @@ package io.virtio4j.core.device;
 import io.virtio4j.core.error.AddressOutOfRangeException;
 import io.virtio4j.core.error.ChainTooLargeException;
 import io.virtio4j.core.error.ChainTooLongException;
+import io.virtio4j.core.error.DirtyLogOverflowException;
 import io.virtio4j.core.error.ForgedUsedFlagsException;
 import io.virtio4j.core.error.IncompleteListException;
 import io.virtio4j.core.error.IndexJumpException;
@@ -21,6 +22,7 @@ import io.virtio4j.core.layout.EventSuppression;
 import io.virtio4j.core.layout.PackedDescriptors;
 import io.virtio4j.core.layout.PackedLayout;
 import io.virtio4j.core.layout.PackedRingAreas;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.ordering.Fences;
@@ -100,6 +102,11 @@ public final class PackedDeviceQueue implements DeviceQueue {
     private final MemorySegment ring;
     private final EventSuppression driverEvent;
     private final EventSuppression deviceEvent;
+    /** Dirty logging of this queue's ring writes (vhost-user migration), or null: one null check on the hot path. */
+    private DirtyLog log;
+    /** Guest-physical addresses of the descriptor ring and the device event area, where their writes are logged. */
+    private long descLogAddr;
+    private long eventLogAddr;
     private final GuestMemory memory;
     private final Notifier callNotifier;
     private final boolean strong;
@@ -227,6 +234,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
             int flags = PackedDescriptors.flagsPlainLoad(ring, slotOf(at));
             PackedDescriptors.flagsPlain(ring, slotOf(at), flags & ~(PackedLayout.DESC_F_AVAIL
                     | PackedLayout.DESC_F_USED) | PackedLayout.availBits(wrapOf(at)));
+        }
+        if (log != null) {
+            logSlots(used, avail); // guest memory written: logged like a publication's slots (logUsed came first)
         }
         resume(new QueueState(slotOf(avail), wrapOf(avail), slotOf(used), wrapOf(used)));
         inflight = tracker;
@@ -773,6 +783,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
             inflight.published();
         }
         int line = line(nextUsed, usedWrap);
+        if (log != null) {
+            logSlots(publishedLine, line);
+        }
         undecidedSlots = Math.min(size, undecidedSlots + distance(publishedLine, line));
         publishedLine = line;
         counters.usedIdxWrites++;
@@ -854,6 +867,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
         }
         kicksEnabled = false;
         deviceEvent.release(0, EVENT_F_DISABLE);
+        if (log != null) {
+            logBytes(eventLogAddr, PackedLayout.EVENT_SIZE);
+        }
     }
 
     /**
@@ -870,6 +886,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
             deviceEvent.release(nextAvail | (availWrap ? PackedLayout.EVENT_WRAP_BIT : 0), EVENT_F_DESC);
         } else {
             deviceEvent.release(0, EVENT_F_ENABLE);
+        }
+        if (log != null) {
+            logBytes(eventLogAddr, PackedLayout.EVENT_SIZE);
         }
         if (knownCount > 0 || resubmitLeft > 0) {
             return true; // flags known available, or buffers recovered from the inflight region wait
@@ -892,5 +911,42 @@ public final class PackedDeviceQueue implements DeviceQueue {
             knownCount = 1;
         }
         return available;
+    }
+
+    /**
+     * Logs the used descriptors this queue writes into the descriptor ring (at guest-physical {@code descGuestAddr})
+     * and its device event suppression writes (at {@code usedGuestAddr}) in {@code log} from now on; null stops it.
+     */
+    @Override
+    public void logUsed(DirtyLog log, long usedGuestAddr, long descGuestAddr) {
+        this.log = log;
+        this.eventLogAddr = usedGuestAddr;
+        this.descLogAddr = descGuestAddr;
+    }
+
+    /**
+     * Marks the ring slots from line {@code from} to line {@code to} (the descriptors of a publication, round the
+     * ring if they wrap; all of it when a whole lap was published). A log too small breaks the queue.
+     */
+    private void logSlots(int from, int to) {
+        int n = distance(from, to);
+        if (n == 0) {
+            return;
+        }
+        n = Math.min(n, size);
+        int first = slotOf(from);
+        int head = Math.min(n, size - first);
+        logBytes(descLogAddr + (long) PackedLayout.DESC_SIZE * first, (long) PackedLayout.DESC_SIZE * head);
+        if (n > head) {
+            logBytes(descLogAddr, (long) PackedLayout.DESC_SIZE * (n - head));
+        }
+    }
+
+    private void logBytes(long gpa, long len) {
+        try {
+            log.mark(gpa, len);
+        } catch (DirtyLogOverflowException e) {
+            throw breakWith(e);
+        }
     }
 }

@@ -9,11 +9,13 @@ import io.virtio4j.core.layout.PackedLayout;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.error.DirtyLogOverflowException;
 import io.virtio4j.core.error.GuestMemoryFaultException;
 import io.virtio4j.core.error.InvalidInflightRegionException;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
@@ -45,6 +47,8 @@ final class VringTable implements AutoCloseable {
     private long features;
     /** The inflight area rings started from now on record in (SET_INFLIGHT_FD), or null: rings are untracked. */
     private InflightArea inflight;
+    /** The dirty log (SET_LOG_BASE) rings log in while VHOST_F_LOG_ALL is negotiated, or null. */
+    private DirtyLogArea log;
 
     VringTable(VirtioDevice device, BackendOptions options, MemoryMapper memory) {
         this.device = device;
@@ -56,15 +60,72 @@ final class VringTable implements AutoCloseable {
         }
     }
 
-    /** New virtio features (SET_FEATURES); refused while a ring runs on different ones. */
+    /**
+     * New virtio features (SET_FEATURES); refused while a ring runs on different ones, but for VHOST_F_LOG_ALL alone,
+     * which a front-end sets and clears on running rings to start and end a migration: every started ring is then
+     * stopped and started again (see {@link #restartStarted}) and logs from its restart on, or no longer.
+     */
     void features(String request, long next) throws VhostUserProtocolException {
+        long logAll = ProtocolFeatures.bit(ProtocolFeatures.VHOST_F_LOG_ALL);
+        boolean logOnly = (next ^ features) == logAll;
         for (Vring v : vrings) {
-            if (v.isStarted() && next != features) {
+            if (v.isStarted() && next != features && !logOnly) {
                 throw new VhostUserProtocolException(request, "features", next,
-                        "ring " + v.index + " is started: features cannot change under it");
+                        "ring " + v.index + " is started: features cannot change under it (VHOST_F_LOG_ALL alone may)");
             }
         }
         features = next;
+        if (logOnly) {
+            restartStarted(request);
+        }
+    }
+
+    /**
+     * The dirty log rings log in while VHOST_F_LOG_ALL is negotiated (SET_LOG_BASE), or null. Started rings restart
+     * over it when they log (see {@link #restartStarted}); the log replaced is unmapped once no ring uses it.
+     */
+    void log(String request, DirtyLogArea next) throws VhostUserProtocolException {
+        DirtyLogArea previous = log;
+        log = next;
+        try {
+            if (logAll()) {
+                restartStarted(request);
+            }
+        } finally {
+            if (previous != null && previous != next) {
+                previous.retired = true;
+                unmapWhenUnused(previous);
+            }
+        }
+    }
+
+    private boolean logAll() {
+        return VirtioFeatures.has(features, ProtocolFeatures.VHOST_F_LOG_ALL);
+    }
+
+    /**
+     * Switches logging on or off under running rings by stopping each started ring and starting it again, rather
+     * than swapping a log into a running queue: the stop is the one the device already knows (GET_VRING_BASE's, a
+     * memory table swap's): its thread completes and publishes what it holds and lets the queue go, and the new
+     * queue resumes where the old one stood, so no buffer is lost or taken twice; the queue and the device read
+     * their log from a final field of what they were handed, so the hot path pays one null check and no volatile
+     * read for a switch that happens twice per migration. Every ring is tried; the first failure is thrown.
+     */
+    private void restartStarted(String request) throws VhostUserProtocolException {
+        VhostUserProtocolException first = null;
+        for (Vring v : vrings) {
+            if (v.isStarted()) {
+                stop(v);
+                try {
+                    maybeStart(v, request);
+                } catch (VhostUserProtocolException e) {
+                    first = first == null ? e : first;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
     }
 
     /** The ring format of the negotiated features. */
@@ -100,6 +161,12 @@ final class VringTable implements AutoCloseable {
         }
     }
 
+    private void unmapWhenUnused(DirtyLogArea area) {
+        if (area.retired && area.users == 0) {
+            device.retire(area::unmap);
+        }
+    }
+
     /** Without protocol features rings are enabled from the start (there is no SET_VRING_ENABLE). */
     void enableAll() {
         for (Vring v : vrings) {
@@ -124,11 +191,30 @@ final class VringTable implements AutoCloseable {
         v.num = (int) s.num();
     }
 
+    /**
+     * The ring's addresses, and whether its used ring is logged (VHOST_VRING_F_LOG) at which guest-physical address.
+     * On a started ring only the last two may change (QEMU sets and clears the flag on running rings around a
+     * migration): the ring then restarts (see {@link #restartStarted}) and logs its used ring from then on, or no
+     * longer.
+     */
     void setAddr(String request, VringAddress a) throws VhostUserProtocolException {
-        Vring v = stoppedRing(request, a.index());
+        Vring v = ring(request, a.index());
+        if (v.isStarted()) {
+            if (a.desc() != v.descAddr || a.used() != v.usedAddr || a.avail() != v.availAddr) {
+                throw new VhostUserProtocolException(request, "index", a.index(), "ring is started: its areas cannot "
+                        + "move under it (only the log flag and address may change); stop it with GET_VRING_BASE first");
+            }
+            v.addrFlags = a.flags();
+            v.logAddr = a.log();
+            stop(v);
+            maybeStart(v, request);
+            return;
+        }
         v.descAddr = a.desc();
         v.usedAddr = a.used();
         v.availAddr = a.avail();
+        v.addrFlags = a.flags();
+        v.logAddr = a.log();
         v.addrSet = true;
     }
 
@@ -275,6 +361,17 @@ final class VringTable implements AutoCloseable {
         }
         features = 0;
         inflight(null);
+        dropLog();
+    }
+
+    /** Forgets the dirty log; it is unmapped once no ring logs in it (the connection's end, a reset). */
+    void dropLog() {
+        DirtyLogArea previous = log;
+        log = null;
+        if (previous != null) {
+            previous.retired = true;
+            unmapWhenUnused(previous);
+        }
     }
 
     /**
@@ -365,6 +462,7 @@ final class VringTable implements AutoCloseable {
         RingAreas areas = ringAreas(table, request, v);
         InflightArea area = inflight;
         MemorySegment region = area != null ? inflightRegion(request, v, area) : null;
+        DirtyLogArea logging = logAll() ? log : null;
         DeviceQueue queue;
         boolean restarting = false;
         try {
@@ -374,6 +472,10 @@ final class VringTable implements AutoCloseable {
             // A split base gives the avail index only: the used index is the one the new queue read from the ring.
             QueueState state = areas instanceof PackedRingAreas ? packedState(v.base)
                     : QueueState.split((int) v.base, queue.state().nextUsed());
+            if (logging != null && (v.addrFlags & VringAddress.F_LOG) != 0) {
+                // before the restart: a packed restart over an inflight area writes descriptor flags
+                logUsedRing(request, v, queue, logging, table);
+            }
             restarting = true;
             if (region == null) {
                 queue.restart(state);
@@ -404,7 +506,8 @@ final class VringTable implements AutoCloseable {
                     "reading the ring faulted (SIGBUS: the file under its memory region was shrunk): " + e.getMessage());
         }
         QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled,
-                features & ~ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES), v.err);
+                features & ~ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES), v.err,
+                logging != null ? logging.log() : null);
         try {
             device.startQueue(v.index, context);
         } catch (QueueStartRefusedException e) {
@@ -423,6 +526,46 @@ final class VringTable implements AutoCloseable {
         if (area != null) {
             area.users++;
             v.inflight = area;
+        }
+        if (logging != null) {
+            logging.users++;
+            v.logging = logging;
+        }
+    }
+
+    /**
+     * Has the queue log its own ring writes, once the log is checked to have a bit for every page of them: an
+     * address the log does not cover is the front-end's error, refused here rather than breaking the queue at its
+     * first publication. Split: the used ring, at the ring's {@code log_guest_addr}. Packed: the device event area
+     * at {@code log_guest_addr} (QEMU gives the device area's address there for a packed ring) and the used
+     * descriptors in the descriptor ring, at the guest-physical address its region maps its virtual address to (the
+     * protocol gives none: QEMU marks the descriptor ring of a packed ring nowhere else, and DPDK logs it at offsets
+     * from {@code log_guest_addr}, which for QEMU's packed rings is the device area; the region's own mapping is
+     * right whatever the front-end meant).
+     */
+    private void logUsedRing(String request, Vring v, DeviceQueue queue, DirtyLogArea logging, MemoryTable table)
+            throws VhostUserProtocolException {
+        DirtyLog log = logging.log();
+        long descGpa = -1;
+        if (queue instanceof PackedDeviceQueue) {
+            long descBytes = PackedLayout.descRingBytes(v.num);
+            descGpa = table.userToGuest(v.descAddr, descBytes);
+            checkLogged(request, v, "desc", descGpa, descBytes, log);
+            checkLogged(request, v, "log", v.logAddr, PackedLayout.EVENT_SIZE, log);
+        } else {
+            checkLogged(request, v, "log", v.logAddr, SplitLayout.usedRingBytes(v.num), log);
+        }
+        queue.logUsed(log, v.logAddr, descGpa);
+    }
+
+    private static void checkLogged(String request, Vring v, String field, long gpa, long bytes, DirtyLog log)
+            throws VhostUserProtocolException {
+        long end = gpa + bytes - 1;
+        long lastPage = Long.compareUnsigned(end, gpa) < 0 ? -1L : end >>> DirtyLog.PAGE_SHIFT;
+        if (Long.compareUnsigned(lastPage, log.pages()) >= 0) {
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "]." + field, field.equals("log") ? gpa
+                    : v.descAddr, "the ring area's " + bytes + " bytes (at guest-physical 0x" + Long.toHexString(gpa)
+                    + ") are not covered by the dirty log of " + log.byteSize() + " bytes (pages [0, " + log.pages() + "))");
         }
     }
 
@@ -521,6 +664,9 @@ final class VringTable implements AutoCloseable {
                         throw e;
                     }
                     queue.fail(new GuestMemoryFaultException(v.index, "the control thread stopping it", e));
+                } catch (DirtyLogOverflowException e) {
+                    // the publication is made, its marks could not be: the queue broke itself, the ring stops anyway
+                    LOG.warning("ring " + v.index + " broken stopping it: " + e.getMessage());
                 }
             }
             QueueState state = queue.state();
@@ -532,6 +678,12 @@ final class VringTable implements AutoCloseable {
                 v.inflight = null;
                 area.users--;
                 unmapWhenUnused(area);
+            }
+            DirtyLogArea logging = v.logging;
+            if (logging != null) {
+                v.logging = null;
+                logging.users--;
+                unmapWhenUnused(logging);
             }
         }
     }

@@ -48,7 +48,8 @@ public final class FrontendSession implements AutoCloseable {
     /** Protocol features every driver asks for (each only if offered): what this session knows how to use. */
     public static final long PROTOCOL_FEATURES = bit(ProtocolFeatures.MQ) | bit(ProtocolFeatures.CONFIG)
             | bit(ProtocolFeatures.STATUS) | bit(ProtocolFeatures.CONFIGURE_MEM_SLOTS)
-            | bit(ProtocolFeatures.RESET_DEVICE) | bit(ProtocolFeatures.REPLY_ACK);
+            | bit(ProtocolFeatures.RESET_DEVICE) | bit(ProtocolFeatures.REPLY_ACK)
+            | bit(ProtocolFeatures.LOG_SHMFD); // for DirtyLogging
 
     private final Path path;
     private final UnixServerSocket server;

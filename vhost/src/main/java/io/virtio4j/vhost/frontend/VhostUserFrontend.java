@@ -9,6 +9,7 @@ import io.virtio4j.os.UnixSocket;
 import io.virtio4j.vhost.protocol.ConfigPayload;
 import io.virtio4j.vhost.protocol.Header;
 import io.virtio4j.vhost.protocol.InflightDescription;
+import io.virtio4j.vhost.protocol.LogDescription;
 import io.virtio4j.vhost.protocol.MemoryRegionDescription;
 import io.virtio4j.vhost.protocol.MemoryTableDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
@@ -350,6 +351,29 @@ public final class VhostUserFrontend implements AutoCloseable {
     /** Ring addresses in the front-end's virtual address space. */
     public void setVringAddr(int index, long desc, long used, long avail) {
         request(Request.SET_VRING_ADDR, new VringAddress(index, 0, desc, used, avail, 0).encode());
+    }
+
+    /**
+     * Ring addresses as {@link #setVringAddr(int, long, long, long)}, with the used ring logged at guest-physical
+     * {@code logGuestAddr} in the dirty log when {@code log} (VHOST_VRING_F_LOG), or not. On a started ring only
+     * the log flag and address may change.
+     */
+    public void setVringAddr(int index, long desc, long used, long avail, boolean log, long logGuestAddr) {
+        request(Request.SET_VRING_ADDR, new VringAddress(index, log ? VringAddress.F_LOG : 0, desc, used, avail,
+                log ? logGuestAddr : 0).encode());
+    }
+
+    /**
+     * Hands the back-end the dirty log (SET_LOG_BASE, LOG_SHMFD): {@code size} bytes from {@code offset} of
+     * {@code fd}, which stays the caller's. The back-end answers with a u64 (its value carries nothing).
+     */
+    public void setLogBase(FileDescriptor fd, long size, long offset) {
+        request(Request.SET_LOG_BASE, new LogDescription(size, offset).encode(), fd);
+    }
+
+    /** SET_LOG_FD: the eventfd a back-end may signal after logging; stays the caller's. */
+    public void setLogFd(EventFd fd) {
+        request(Request.SET_LOG_FD, new byte[0], fd.fileDescriptor());
     }
 
     /** Kick eventfd, or null for NOFD (the back-end polls). */

@@ -52,7 +52,9 @@ final class DyingInflightBlkDevice implements VirtioDevice {
     @Override
     public long features() {
         return VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.RING_PACKED)
-                | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX) | VirtioFeatures.bit(VirtioFeatures.INDIRECT_DESC);
+                | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX) | VirtioFeatures.bit(VirtioFeatures.INDIRECT_DESC)
+                // offered (the session then offers LOG_SHMFD, as BlkDevice's does) but never negotiated here
+                | VirtioFeatures.bit(ProtocolFeatures.VHOST_F_LOG_ALL);
     }
 
     @Override
