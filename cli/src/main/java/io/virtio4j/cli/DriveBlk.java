@@ -795,8 +795,8 @@ final class DriveBlk implements Callable<Integer> {
          * Waits while the control thread reconnects; false when it gave up (the requests in flight are lost). The
          * volatile write of {@link #held} publishes this thread's ring state to it (it reads held before it touches a
          * ring), and the volatile read of {@link #control} that ends the wait makes what it did to the rings
-         * (resubmissions) visible here. Out of line: {@link #load}'s loop stays small enough for the JIT to inline
-         * the driver's calls into it, which keeps it allocation-free (DriveBlkJobTest measures it).
+         * (resubmissions) visible here. Out of line: it is cold, and {@link #load}'s loop stays small for the JIT
+         * (the loop allocates nothing whether compiled or not: DriveBlkJobTest measures it).
          */
         private boolean resume() {
             if (control == HOLD) {
