@@ -17,6 +17,16 @@
 #   CHECK ok|FAIL size=.. read=.. readback=.. image=.. discard=.. packed=GOT/ASKED queues=GOT/EXPECTED
 # Exit status 0 when CHECK is ok.
 #
+# With --kills N (a reconnection test) the guest does something else: two writers, each with O_DIRECT and fsync,
+# write fresh random 1 MiB chunks in turn to their slots at --write-at (16 slots of --bytes / 16... see --slots)
+# and record each chunk's MD5, until the host puts a stop mark in the first sector; meanwhile the host kill -9s the
+# back-end N times, each at a random moment 0.3-1.5 s after QEMU (-chardev ...,reconnect=1) reconnected to it, and
+# restarts it on the same socket. Then the guest reads every slot back with O_DIRECT and checks it against the last
+# MD5 it wrote there, and the host checks the image file the same way. Prints:
+#   GUEST size=BYTES rounds=N slots=N verify=ok|FAIL boot_s=S total_s=S
+#   CHECK ok|FAIL size=.. kills=DONE/ASKED guest=ok|FAIL image=ok|FAIL qemu=ok|FAIL inflight=yes|no packed=GOT/ASKED rounds=N
+# (inflight: whether QEMU had mapped the back-end's inflight area, INFLIGHT_SHMFD, which then carried the recovery)
+#
 # Options:
 #   --backend-cmd T   the back-end ({sock}: socket path, {img}: the image file, {cpu}: its CPU); it listens on
 #                     {sock} and stops on SIGTERM. E.g. './virtio4j serve blk --socket {sock} --file {img}' or
@@ -32,6 +42,9 @@
 #   --backend-cpu N   (default 0)   --cpu N   CPU for QEMU (default 1)
 #   --timeout S       kill the guest after S seconds (default 120)
 #   --console FILE    keep the serial console log there (default: temporary)
+#   --kills N         the reconnection test above, with N kill -9s of the back-end (default 0: the normal test)
+#   --slots N         --kills: 1 MiB slots the writers rotate over (default 16)
+#   --seed N          --kills: seed of the kill times (default: random, printed)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -40,7 +53,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 to_bytes() { numfmt --from=iec "${1^^}" 2>/dev/null || peers_die "not a size: $1"; }
 
 backend_cmd='' size=64M bytes=4M read_at=1M write_at=16M discard_at=32M packed=0 queues=1 backend_cpu=0 cpu=1 timeout=120
-console=''
+console='' kills=0 slots=16 seed=$(( (RANDOM << 15) | RANDOM ))
 while [ $# -gt 0 ]; do
   case $1 in
     --backend-cmd) backend_cmd=$2; shift 2 ;;
@@ -55,6 +68,9 @@ while [ $# -gt 0 ]; do
     --cpu) cpu=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --console) console=$2; shift 2 ;;
+    --kills) kills=$2; shift 2 ;;
+    --slots) slots=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
     -h | --help) usage ;;
     *) peers_log "unknown argument: $1"; usage ;;
   esac
@@ -76,6 +92,12 @@ for a in read_at write_at discard_at; do
       peers_die "--${a//_/-} and --${b//_/-} overlap"
   done
 done
+
+slot_bytes=$((1 << 20))
+if [ "$kills" -gt 0 ]; then
+  [ $((write_at + slots * slot_bytes)) -le "$size" ] || peers_die "--write-at + --slots MiB is past --size"
+  [ $((slots % 2)) = 0 ] && [ "$slots" -ge 2 ] || peers_die "--slots must be even: two writers share them"
+fi
 
 t_start=$(peers_now)
 work=$(mktemp -d /tmp/v4j-guest-blk.XXXXXX)
@@ -100,6 +122,9 @@ i=0
 while [ ! -b /dev/vda ]; do i=\$((i + 1)); [ \$i -le 200 ] || die "no /dev/vda"; sleep 0.05; done
 say "disk up uptime=\$(cut -d' ' -f1 /proc/uptime)"
 echo "V4J-DISK size=\$(blockdev --getsize64 /dev/vda) ro=\$(blockdev --getro /dev/vda) queues=\$(ls /sys/block/vda/mq | wc -l) features=\$(cat /sys/block/vda/device/features)"
+EOF
+if [ "$kills" = 0 ]; then
+cat <<EOF
 echo "V4J-READ md5=\$(dd if=/dev/vda bs=$chunk skip=$((read_at / chunk)) count=$((bytes / chunk)) iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
 dd if=/pattern of=/dev/vda bs=$chunk seek=$((write_at / chunk)) oflag=direct conv=fsync,notrunc 2>/dev/null || die "dd write"
 dd if=/dev/vda of=/tmp/back bs=$chunk skip=$((write_at / chunk)) count=$((bytes / chunk)) iflag=direct 2>/dev/null || die "dd read back"
@@ -112,6 +137,45 @@ if [ "\$(cat /sys/block/vda/queue/discard_max_bytes)" -gt 0 ]; then
 else
   echo "V4J-DISCARD n/a"
 fi
+EOF
+else
+cat <<EOF
+# two writers, each on its own slots (w, w + 2, ...), until the host's stop mark is in the first sector
+writer() {
+  w=\$1 r=0
+  while ! dd if=/dev/vda bs=512 count=1 iflag=direct 2>/dev/null | grep -q V4J-STOP; do
+    s=\$((w + 2 * (r % ($slots / 2))))
+    dd if=/dev/urandom of=/tmp/chunk.\$w bs=$chunk count=$((slot_bytes / chunk)) 2>/dev/null
+    if ! dd if=/tmp/chunk.\$w of=/dev/vda bs=$chunk seek=\$(($write_at / $chunk + s * $((slot_bytes / chunk)))) oflag=direct conv=fsync,notrunc 2>/dev/null; then
+      echo "V4J-WRITE FAIL writer \$w round \$r slot \$s"
+      break
+    fi
+    md5sum </tmp/chunk.\$w | cut -d' ' -f1 >/tmp/sum.\$s
+    r=\$((r + 1))
+  done
+  echo \$r >/tmp/rounds.\$w
+}
+say "writes start uptime=\$(cut -d' ' -f1 /proc/uptime)"
+writer 0 &
+writer 1 &
+wait
+say "writes done uptime=\$(cut -d' ' -f1 /proc/uptime)"
+sync
+n=0 ok=0 bad=0 s=0
+while [ \$s -lt $slots ]; do
+  if [ -f /tmp/sum.\$s ]; then
+    n=\$((n + 1))
+    got=\$(dd if=/dev/vda bs=$chunk skip=\$(($write_at / $chunk + s * $((slot_bytes / chunk)))) count=$((slot_bytes / chunk)) iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)
+    want=\$(cat /tmp/sum.\$s)
+    echo "V4J-SLOT \$s \$want"
+    if [ "\$got" = "\$want" ]; then ok=\$((ok + 1)); else bad=\$((bad + 1)); echo "V4J-SLOT-BAD \$s got=\$got"; fi
+  fi
+  s=\$((s + 1))
+done
+echo "V4J-VERIFY slots=\$n ok=\$ok bad=\$bad rounds=\$((\$(cat /tmp/rounds.0) + \$(cat /tmp/rounds.1)))"
+EOF
+fi
+cat <<EOF
 sync
 blockdev --flushbufs /dev/vda
 say "done uptime=\$(cut -d' ' -f1 /proc/uptime)"
@@ -126,6 +190,7 @@ cp "$work/b" "$work/extra/pattern"
 
 # ------------------------------------------------------------------------------------- the backend
 peers_backend_start "${backend_cmd//\{img\}/$img}" "$sock" "$backend_cpu" "$work/backend"
+backend_err=$work/backend.err
 
 # ----------------------------------------------------------------------------------------- QEMU
 smp=$((queues < 2 ? 1 : 2))
@@ -136,11 +201,58 @@ qemu=(qemu-system-x86_64 -machine pc,accel=tcg -smp "$smp" -m 256M
   -kernel "$kdir/vmlinuz" -initrd "$work/initramfs.cpio"
   -append "console=ttyS0 ipv6.disable=1 panic=-1 mitigations=off quiet loglevel=1"
   -nodefaults -no-user-config -display none -monitor none -serial "file:$console" -no-reboot
-  -chardev "socket,id=c1,path=$sock" -device "$device")
+  -chardev "socket,id=c1,path=$sock$([ "$kills" -gt 0 ] && echo ,reconnect=1)" -device "$device")
 [ -n "$cpu" ] && qemu=(taskset -c "$cpu" "${qemu[@]}")
 PEERS_LOG=$work/qemu.log peers_spawn "${qemu[@]}"
 qpid=$PEERS_LAST_PID
 peers_log "qemu pid $qpid: ${qemu[*]}"
+
+# ------------------------------------------------------------------------------ --kills: the chaos
+# Wait up to $3 seconds for a line matching ERE $1 in file $2 while QEMU lives; 1 on time-out, 2 when QEMU died.
+wait_line() {
+  local deadline=$(($(date +%s) + $3))
+  until grep -qE -- "$1" "$2" 2>/dev/null; do
+    kill -0 "$qpid" 2>/dev/null || return 2
+    [ "$(date +%s)" -ge "$deadline" ] && return 1
+    sleep 0.05
+  done
+}
+kills_done=0 qemu_alive=ok inflight=no
+if [ "$kills" -gt 0 ]; then
+  RANDOM=$seed
+  peers_log "$kills kills of the back-end, seed $seed (replay: --seed $seed)"
+  wait_line '^V4J: writes start' "$console" "$timeout" || { tail -n 30 "$console" >&2; peers_die "the guest did not start writing"; }
+  for ((k = 1; k <= kills; k++)); do
+    # QEMU is connected to the back-end running now, the guest writing through it
+    if ! wait_line 'front-end connected' "$backend_err" 60; then
+      qemu_alive=FAIL
+      kill -0 "$qpid" 2>/dev/null && qemu_alive=ok
+      peers_log "QEMU did not reconnect to back-end $k (qemu ${qemu_alive/FAIL/gone})"
+      break
+    fi
+    ms=$((300 + RANDOM % 1201))
+    sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+    grep -q '^V4J: writes done' "$console" && { peers_log "the guest stopped writing before kill $k"; break; }
+    kill -0 "$qpid" 2>/dev/null || { qemu_alive=FAIL; peers_log "QEMU died before kill $k"; break; }
+    # QEMU maps the back-end's inflight area (INFLIGHT_SHMFD) when the back-end offers one: ours and libvhost-user's
+    # name their memfds so
+    grep -q 'memfd:[^ ]*inflight' "/proc/$qpid/maps" 2>/dev/null && inflight=yes
+    kill -KILL "$BACKEND_PID"
+    rc=0
+    wait "$BACKEND_PID" || rc=$?
+    [ "$rc" = 137 ] || { peers_log "kill $k: the back-end exited with $rc, not 137 (SIGKILL)"; break; }
+    kills_done=$k
+    peers_log "kill $k after ${ms} ms: back-end $BACKEND_PID died of SIGKILL; restarting it"
+    rm -f "$sock"
+    peers_backend_start "${backend_cmd//\{img\}/$img}" "$sock" "$backend_cpu" "$work/backend.$k"
+    backend_err=$work/backend.$k.err
+  done
+  # the last back-end serves the rest: QEMU reconnects, the guest writes a while, then reads the stop mark
+  wait_line 'front-end connected' "$backend_err" 60 || { qemu_alive=FAIL; kill -0 "$qpid" 2>/dev/null && qemu_alive=ok; }
+  sleep 1
+  kill -0 "$qpid" 2>/dev/null || qemu_alive=FAIL
+  printf 'V4J-STOP\n' | dd of="$img" bs=512 count=1 conv=sync,notrunc oflag=direct status=none
+fi
 if ! peers_wait_gone "$qpid" "$timeout"; then
   peers_log "guest did not power off within ${timeout}s; console tail:"
   tail -n 30 "$console" >&2
@@ -159,6 +271,32 @@ if grep -q '^V4J: FAIL' "$console" || ! grep -q '^V4J: done' "$console"; then
   peers_log "guest failed; console tail:"
   tail -n 40 "$console" >&2
   exit 1
+fi
+if [ "$kills" -gt 0 ]; then
+  disk=$(grep '^V4J-DISK' "$console" | tail -n 1 | tr -d '\r')
+  gsize=$(peers_field size "$disk")
+  features=$(peers_field features "$disk")
+  gpacked=$([ "${features:34:1}" = 1 ] && echo 1 || echo 0)   # sysfs lists feature bit 0 first
+  v=$(grep '^V4J-VERIFY' "$console" | tail -n 1 | tr -d '\r')
+  guest=FAIL image=ok
+  [ -n "$v" ] && [ "$(peers_field bad "$v")" = 0 ] && [ "$(peers_field slots "$v")" -gt 0 ] &&
+    ! grep -q '^V4J-WRITE FAIL' "$console" && guest=ok
+  # the image holds what the guest wrote last in each slot
+  while read -r _ slot want; do
+    got=$(dd if="$img" bs=$chunk skip=$((write_at / chunk + slot * slot_bytes / chunk)) count=$((slot_bytes / chunk)) status=none | md5sum | cut -d' ' -f1)
+    [ "$got" = "$want" ] || { image=FAIL; peers_log "slot $slot: the image has $got, the guest wrote $want"; }
+  done < <(grep '^V4J-SLOT ' "$console" | tr -d '\r')   # the serial console ends lines with CR LF
+  [ "$(grep -c '^V4J-SLOT ' "$console")" -gt 0 ] || image=FAIL
+  grep -E '^V4J-(WRITE|SLOT-BAD)' "$console" >&2 || true
+  [ "$qrc" = 0 ] || qemu_alive=FAIL
+  boot=$(sed -n 's/^V4J: disk up uptime=\([0-9.]*\).*/\1/p' "$console")
+  echo "GUEST size=$gsize rounds=$(peers_field rounds "$v") slots=$(peers_field slots "$v") verify=$guest boot_s=${boot:-?} total_s=$(peers_elapsed "$t_start")"
+  verdict=ok
+  [ "$gsize" = "$size" ] && [ "$kills_done" = "$kills" ] && [ "$guest" = ok ] && [ "$image" = ok ] &&
+    [ "$qemu_alive" = ok ] && [ "$gpacked" = "$packed" ] || verdict=FAIL
+  echo "CHECK $verdict size=$gsize/$size kills=$kills_done/$kills guest=$guest image=$image qemu=$qemu_alive inflight=$inflight packed=$gpacked/$packed rounds=$(peers_field rounds "$v")"
+  [ "$verdict" = ok ] || exit 1
+  exit 0
 fi
 features=$(sed -n 's/^V4J-DISK .*features=\([01]*\).*/\1/p' "$console")
 bit() { [ "${features:$1:1}" = 1 ] && echo 1 || echo 0; }   # sysfs lists feature bit 0 first

@@ -2,10 +2,16 @@ package io.virtio4j.cli;
 
 import io.virtio4j.bench.Json;
 import io.virtio4j.bench.LatencyHistogram;
+import io.virtio4j.core.error.InvalidUsedIdException;
+import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.devices.blk.BlkLayout;
 import io.virtio4j.devices.blk.driver.BlkDriver;
+import io.virtio4j.os.LinuxException;
+import io.virtio4j.vhost.frontend.BackendTimeoutException;
+import io.virtio4j.vhost.frontend.FrontendSession;
 import io.virtio4j.vhost.frontend.NegotiationFailedException;
+import io.virtio4j.vhost.frontend.VhostUserRequestFailedException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -24,14 +30,21 @@ import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@code virtio4j drive blk}: a virtio-blk front-end and guest driver over vhost-user that loads a block device the
  * way fio does ({@code --rw --bs --iodepth --runtime --size --rwmixread}, the same summary: IOPS, bandwidth and
  * completion-latency percentiles per direction), one thread per queue, and with {@code --verify} checks every block it
  * reads against what it wrote ({@link BlockPattern}). Prints one {@code RESULT} line; exits non-zero on any request
- * that did not complete OK and on any block that did not verify.
+ * that did not complete OK, on any block that did not verify, and on any request lost or completed twice.
+ *
+ * <p>With {@code --reconnect} it rides out back-ends that go away (stopped, crashed, {@code kill -9}): the control
+ * thread sees the connection close, holds the queues' threads, connects again when a back-end listens on the socket
+ * again (the session resubmits the requests in flight) and lets them go on; the summary counts the reconnects. SIGINT
+ * and SIGTERM end the load as fio's Ctrl-C does: requests in flight drain, the summary is printed.
  */
 @Command(name = "blk", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"A virtio-blk front-end and guest driver over vhost-user, with fio's vocabulary.",
@@ -41,6 +54,13 @@ final class DriveBlk implements Callable<Integer> {
     static final int EXIT_IO_ERROR = 1;
     /** Exit status when every request completed OK but a block read back was not what was written. */
     static final int EXIT_VERIFY_ERROR = 3;
+    /**
+     * Exit status when requests were lost (issued and never completed: the back-end went away and did not come back
+     * within --reconnect-timeout, or without --reconnect) or completed twice (a used id naming no request in flight).
+     */
+    static final int EXIT_LOST = 4;
+    /** How often the control thread looks for a closed connection when it has nothing else to do. */
+    private static final long WATCH_NANOS = 20_000_000L;
     /** With --verify, one 4-byte generation per block: the region is capped at 64 MiB of them (64 GiB of 4k blocks). */
     static final long MAX_VERIFY_BLOCKS = 1L << 24;
     /** The driver's largest request slot ({@link BlkDriver.Config}). */
@@ -92,7 +112,7 @@ final class DriveBlk implements Callable<Integer> {
             + "device); without --runtime, as many requests as it holds blocks of --bs", converter = SizeConverter.class)
     Long size;
     @Option(names = "--verify", description = "write a checked pattern and check every block read: write, randwrite: "
-            + "write, then read back every block written; randrw: reads check the last write of their block; read, randread: check blocks an "
+            + "write, then read back every block written; randrw: reads check the last write of their block, and every block written is read back at the end; read, randread: check blocks an "
             + "earlier --verify run wrote")
     boolean verify;
     @Option(names = "--json", paramLabel = "FILE", description = "also write the results to FILE as JSON")
@@ -103,6 +123,18 @@ final class DriveBlk implements Callable<Integer> {
     @Option(names = "--stall-timeout", paramLabel = "S", description = "fail when requests are in flight and none "
             + "completes for S seconds (default ${DEFAULT-VALUE})")
     double stallTimeout = 30;
+    @Option(names = "--reconnect", description = "when the back-end goes away (its connection closes: it stopped, crashed, "
+            + "was killed), wait for one to listen on --socket again, connect, and go on with the job: requests in flight "
+            + "are resubmitted (from the back-end's inflight area when it offers INFLIGHT_SHMFD, else offered again by "
+            + "the driver). Without it, the job ends there and its requests in flight are lost")
+    boolean reconnect;
+    @Option(names = "--inflight", arity = "1", paramLabel = "on|off", description = "let the back-end track the requests "
+            + "it takes in an inflight area (INFLIGHT_SHMFD) when it offers one, which it resubmits after a reconnect "
+            + "(default on); off: the driver offers again what was in flight", converter = Converters.OnOffConverter.class)
+    boolean inflight = true;
+    @Option(names = "--reconnect-timeout", paramLabel = "S", description = "--reconnect: give up when no back-end is "
+            + "back within S seconds (default ${DEFAULT-VALUE}); the requests in flight are then lost")
+    int reconnectTimeout = 30;
 
     @Override
     public Integer call() throws Exception {
@@ -112,13 +144,34 @@ final class DriveBlk implements Callable<Integer> {
                 BlkDriver.Config.defaults().eventFds());
         BlkDriver connected;
         try {
-            connected = BlkDriver.connect(socket, config, Duration.ofSeconds(connectTimeout));
+            connected = connect(config);
         } catch (NegotiationFailedException e) {
             // SIZE_MAX and SEG_MAX too small for --bs, or fewer queues than --queues
             throw bad("--bs " + bs + ", --queues " + queues + ": the back-end cannot take them: " + e.getMessage());
         }
         try (BlkDriver driver = connected) {
             return run(driver);
+        }
+    }
+
+    /**
+     * Connects within --connect-timeout; with --reconnect, a back-end that goes away during the set-up is waited for
+     * too, as a later loss would be.
+     */
+    private BlkDriver connect(BlkDriver.Config config) throws InterruptedException {
+        long giveUp = System.nanoTime() + connectTimeout * 1_000_000_000L;
+        while (true) {
+            long left = Math.max(giveUp - System.nanoTime(), 1_000_000L);
+            try {
+                FrontendSession session = FrontendSession.connect(socket, Duration.ofNanos(left));
+                session.useInflight(inflight);
+                return BlkDriver.start(session, config); // which closes the session if it fails
+            } catch (LinuxException | VhostUserRequestFailedException | BackendTimeoutException e) {
+                if (!reconnect || System.nanoTime() - giveUp >= 0) {
+                    throw e;
+                }
+                Thread.sleep(WATCH_NANOS / 1_000_000L);
+            }
         }
     }
 
@@ -151,6 +204,9 @@ final class DriveBlk implements Callable<Integer> {
         }
         if (runtime != null && !(runtime > 0 && runtime <= 1e6)) {
             throw bad("--runtime: " + runtime + " is not in (0, 1000000] seconds");
+        }
+        if (reconnectTimeout < 1) {
+            throw bad("--reconnect-timeout: " + reconnectTimeout + " is not a positive number of seconds");
         }
         if (!(stallTimeout > 0 && stallTimeout <= 1e6)) {
             throw bad("--stall-timeout: " + stallTimeout + " is not in (0, 1000000] seconds");
@@ -206,40 +262,119 @@ final class DriveBlk implements Callable<Integer> {
         Thread[] threads = new Thread[queues];
         for (int q = 0; q < queues; q++) {
             jobs[q].deadline = deadline;
-            threads[q] = Thread.ofPlatform().name("drive-blk-q" + q).start(jobs[q]);
         }
-        progress(jobs, threads, t0, err);
-        long t1 = System.nanoTime();
-        long cpu = os.getProcessCpuTime() - cpu0;
-        int stalled = 0;
-        for (Job j : jobs) {
-            if (j.failure instanceof RequestsStalledException e) {
-                err.println("drive blk: " + e.getMessage());
-                stalled++;
-            } else if (j.failure != null) {
-                throw j.failure;
+        // fio's Ctrl-C: SIGINT or SIGTERM ends the load (requests in flight drain, a --verify read-back still runs),
+        // the summary is printed, and the process exits with the run's status rather than the signal's. The JVM runs
+        // the hook on the signal and halts when it returns, so the hook waits for the report and halts with it.
+        Stop stop = new Stop(jobs, err);
+        Thread hook = new Thread(stop, "drive-blk-stop");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            for (int q = 0; q < queues; q++) {
+                threads[q] = Thread.ofPlatform().name("drive-blk-q" + q).start(jobs[q]);
+            }
+            Supervisor watch = new Supervisor(driver, jobs, threads, err);
+            watch.run(t0);
+            long t1 = System.nanoTime();
+            long cpu = os.getProcessCpuTime() - cpu0;
+            int stalled = 0;
+            for (Job j : jobs) {
+                if (j.failure instanceof RequestsStalledException e) {
+                    err.println("drive blk: " + e.getMessage());
+                    stalled++;
+                } else if (j.failure instanceof InvalidUsedIdException e) {
+                    // counted as duplicated: the queue is broken and its requests in flight are lost
+                    err.println("drive blk: queue " + j.q + ": a completion for no request in flight (completed twice?): "
+                            + e.getMessage());
+                } else if (j.failure != null) {
+                    throw j.failure;
+                }
+            }
+            int status = report(driver, jobs, watch.reconnects, t1 - t0, cpu, err);
+            stop.status = stalled > 0 ? EXIT_IO_ERROR : status;
+            return stop.status;
+        } finally {
+            stop.reported.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException e) {
+                // a signal came as the run ended: the hook is running and exits with stop.status
             }
         }
-        if (stalled > 0) {
-            return EXIT_IO_ERROR;
-        }
-        return report(driver, jobs, t1 - t0, cpu, err);
     }
 
-    /** Once a second until every queue's thread is done: what completed in that second, on stderr. */
-    private static void progress(Job[] jobs, Thread[] threads, long t0, PrintStream err) throws InterruptedException {
-        Progress bar = new Progress(err);
-        boolean terminal = System.console() != null && System.console().isTerminal();
-        long lastReads = 0;
-        long lastWrites = 0;
-        long lastReadBytes = 0;
-        long lastWriteBytes = 0;
-        long last = t0;
-        for (Thread t : threads) {
-            while (t.isAlive()) {
-                t.join(Duration.ofSeconds(1));
+    /** The shutdown hook: stops the load on SIGINT or SIGTERM, then exits with the run's status once it is reported. */
+    private static final class Stop implements Runnable {
+        final Job[] jobs;
+        final PrintStream err;
+        final CountDownLatch reported = new CountDownLatch(1);
+        /** What the process exits with: 2 (an error) unless the run got to its report. */
+        volatile int status = 2;
+
+        Stop(Job[] jobs, PrintStream err) {
+            this.jobs = jobs;
+            this.err = err;
+        }
+
+        @Override
+        public void run() {
+            if (reported.getCount() > 0) {
+                err.println("drive blk: stopping on a signal: draining the requests in flight");
                 long now = System.nanoTime();
-                if (now - last < 900_000_000L && t.isAlive()) {
+                for (Job j : jobs) {
+                    j.deadline = Math.min(j.deadline, now);
+                }
+            }
+            try {
+                reported.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            System.out.flush();
+            err.flush();
+            Runtime.getRuntime().halt(status);
+        }
+    }
+
+    /**
+     * The control thread's part while the queues' threads run: once a second, the progress line; in between, it
+     * watches the vhost-user connection, the only sign that the back-end went away (a back-end killed with requests
+     * in flight just stops completing them). Then, with --reconnect, it holds every queue's thread at a point where
+     * it touches no ring, reconnects (the session resubmits what was in flight) and lets them go on; without, or
+     * when no back-end came back within --reconnect-timeout, it tells them to give up: their requests in flight are
+     * lost. The session is used by this thread only.
+     */
+    private final class Supervisor {
+        final BlkDriver driver;
+        final Job[] jobs;
+        final Thread[] threads;
+        final PrintStream err;
+        int reconnects;
+
+        Supervisor(BlkDriver driver, Job[] jobs, Thread[] threads, PrintStream err) {
+            this.driver = driver;
+            this.jobs = jobs;
+            this.threads = threads;
+            this.err = err;
+        }
+
+        void run(long t0) throws InterruptedException {
+            Progress bar = new Progress(err);
+            boolean terminal = System.console() != null && System.console().isTerminal();
+            long lastReads = 0;
+            long lastWrites = 0;
+            long lastReadBytes = 0;
+            long lastWriteBytes = 0;
+            long last = t0;
+            while (anyAlive()) {
+                FrontendSession session = driver.session();
+                if (!session.connected()) {
+                    Thread.sleep(WATCH_NANOS / 1_000_000L); // given up on the back-end: the jobs are ending
+                } else if (session.frontend().awaitHangup(WATCH_NANOS) && anyAlive()) {
+                    backEndGone();
+                }
+                long now = System.nanoTime();
+                if (now - last < 1_000_000_000L || !anyAlive()) {
                     continue;
                 }
                 long reads = 0;
@@ -267,11 +402,92 @@ final class DriveBlk implements Callable<Integer> {
                 lastWriteBytes = writeBytes;
                 last = now;
             }
+            bar.clear();
         }
-        bar.clear();
+
+        private boolean anyAlive() {
+            for (Thread t : threads) {
+                if (t.isAlive()) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** The connection closed while queues run: reconnect (--reconnect) or give the requests in flight up. */
+        private void backEndGone() throws InterruptedException {
+            long t0 = System.nanoTime();
+            for (Job j : jobs) {
+                j.control = Job.HOLD;
+            }
+            // each thread holds within a millisecond (its longest wait), or has ended
+            for (int q = 0; q < jobs.length; q++) {
+                while (!jobs[q].held && threads[q].isAlive()) {
+                    Thread.sleep(0, 100_000);
+                }
+            }
+            String why = reconnect ? comeBack(t0) : "the back-end closed the connection (--reconnect waits for it to come back)";
+            int next = why == null ? Job.RUN : Job.ABANDON;
+            if (why != null) {
+                driver.session().disconnect();
+                int inFlight = 0;
+                for (Job j : jobs) {
+                    inFlight += driver.inFlight(j.q);
+                }
+                err.println("drive blk: " + why + ": " + inFlight + " requests in flight are lost");
+            }
+            for (int q = 0; q < jobs.length; q++) {
+                jobs[q].control = next;
+                LockSupport.unpark(threads[q]);
+            }
+            // each thread has left its hold before the next one can be asked for: a hold flag still up from this one
+            // would be taken for the next
+            for (int q = 0; q < jobs.length; q++) {
+                while (jobs[q].held && threads[q].isAlive()) {
+                    Thread.sleep(0, 100_000);
+                }
+            }
+        }
+
+        /**
+         * Reconnects until it works or --reconnect-timeout has passed since {@code t0}: a back-end may come back and
+         * go again before the set-up is through (it fails then, and the next attempt waits for the next one). Null
+         * when reconnected, else why not.
+         */
+        private String comeBack(long t0) throws InterruptedException {
+            long giveUp = t0 + reconnectTimeout * 1_000_000_000L;
+            int attempts = 0;
+            RuntimeException last = null;
+            while (true) {
+                long left = giveUp - System.nanoTime();
+                if (left <= 0) {
+                    return "no back-end came back on " + socket + " within " + reconnectTimeout + " s (--reconnect-timeout; "
+                            + attempts + " attempts, the last failed with: " + (last == null ? "-" : last.getMessage()) + ")";
+                }
+                attempts++;
+                long tried = System.nanoTime();
+                try {
+                    driver.reconnect(Duration.ofNanos(left));
+                    reconnects++;
+                    err.printf(Locale.ROOT, "drive blk: reconnected (%d) after %.0f ms, %d attempt(s)%n", reconnects,
+                            (System.nanoTime() - t0) / 1e6, attempts);
+                    return null;
+                } catch (LinuxException | VhostUserRequestFailedException | BackendTimeoutException e) {
+                    // the new back-end went away mid-way, or none listens yet: try again while there is time
+                    last = e;
+                } catch (NegotiationFailedException | UnsupportedOperationException | VirtqueueException e) {
+                    // a back-end that offers less than before, a ring that cannot resume, a ring the old back-end broke
+                    return "cannot reconnect: " + e.getMessage();
+                }
+                if (System.nanoTime() - tried < WATCH_NANOS) {
+                    Thread.sleep(WATCH_NANOS / 1_000_000L); // a failure that came at once must not spin
+                }
+            }
+        }
     }
 
-    private int report(BlkDriver driver, Job[] jobs, long elapsed, long cpuNanos, PrintStream err) throws Exception {
+    private int report(BlkDriver driver, Job[] jobs, int reconnects, long elapsed, long cpuNanos, PrintStream err)
+            throws Exception {
         LatencyHistogram reads = new LatencyHistogram();
         LatencyHistogram writes = new LatencyHistogram();
         long readBytes = 0;
@@ -279,7 +495,11 @@ final class DriveBlk implements Callable<Integer> {
         long ioErrors = 0;
         long verifyErrors = 0;
         long unchecked = 0;
+        long lost = 0;
+        long duplicated = 0;
         for (Job j : jobs) {
+            lost += j.lost();
+            duplicated += j.duplicated;
             reads.add(j.readLatency);
             writes.add(j.writeLatency);
             readBytes += j.readBytesDone();
@@ -307,10 +527,16 @@ final class DriveBlk implements Callable<Integer> {
         out.printf(Locale.ROOT, "  cpu          : usr+sys=%.2fs (%.2f CPUs over %.2fs)%n", cpuSeconds, cpuSeconds / seconds, seconds);
         out.printf(Locale.ROOT, "  requests     : total=%d, io_errors=%d, verify_errors=%d%s%n", requests, ioErrors, verifyErrors,
                 verify ? ", reads_of_unwritten_blocks=" + unchecked : "");
+        out.printf(Locale.ROOT, "  back-end     : reconnects=%d, lost=%d, duplicated=%d, inflight area=%s%n", reconnects, lost,
+                duplicated, driver.session().inflightArea() != null ? "yes" : "no");
         result.put("cpu_s", cpuSeconds);
         result.put("requests", requests);
         result.put("io_errors", ioErrors);
         result.put("verify_errors", verifyErrors);
+        result.put("lost", lost);
+        result.put("duplicated", duplicated);
+        result.put("reconnects", reconnects);
+        result.put("inflight", driver.session().inflightArea() != null);
         result.put("features", String.format(Locale.ROOT, "0x%x", driver.negotiatedFeatures()));
         StringBuilder line = new StringBuilder("RESULT role=virtio4j-blk-driver");
         for (Map.Entry<String, Object> e : result.entrySet()) {
@@ -329,7 +555,11 @@ final class DriveBlk implements Callable<Integer> {
         if (verifyErrors > 0) {
             err.println("drive blk: " + verifyErrors + " blocks read back were not what was written (verify)");
         }
-        return ioErrors > 0 ? EXIT_IO_ERROR : verifyErrors > 0 ? EXIT_VERIFY_ERROR : 0;
+        if (lost > 0 || duplicated > 0) {
+            err.println("drive blk: " + lost + " requests lost (issued, never completed), " + duplicated
+                    + " completions of no request in flight (duplicated)");
+        }
+        return ioErrors > 0 ? EXIT_IO_ERROR : lost > 0 || duplicated > 0 ? EXIT_LOST : verifyErrors > 0 ? EXIT_VERIFY_ERROR : 0;
     }
 
     /** fio's summary of one direction, and its fields in {@code result} (nothing when it had no requests). */
@@ -387,6 +617,9 @@ final class DriveBlk implements Callable<Integer> {
         private static final int WRITE_BYTES = 3;
         /** At most this many verify failures are described on stderr; the rest are counted. */
         private static final int DESCRIBED = 10;
+        static final int RUN = 0;
+        static final int HOLD = 1;
+        static final int ABANDON = 2;
 
         final BlkDriver driver;
         final int q;
@@ -421,6 +654,15 @@ final class DriveBlk implements Callable<Integer> {
         private final long[] busy;
         private final BlockPattern pattern = new BlockPattern();
         volatile long deadline;
+        /** Control thread to this one: {@link #RUN}, {@link #HOLD} (reconnecting) or {@link #ABANDON}. */
+        volatile int control = RUN;
+        /** This thread to the control thread: it holds, touching no ring, until {@link #control} changes. */
+        volatile boolean held;
+        /** Requests issued in all passes; those not completed at the end are lost. */
+        long submittedTotal;
+        long completedTotal;
+        /** Used ids that named no request in flight (the queue breaks at the first). */
+        long duplicated;
         long ioErrors;
         long verifyErrors;
         long uncheckedReads;
@@ -475,9 +717,10 @@ final class DriveBlk implements Callable<Integer> {
 
         @Override
         public void run() {
+            readBack = false;
             try {
                 load();
-                if (verify && (rw == Rw.WRITE || rw == Rw.RANDWRITE)) {
+                if (verify && rw.writes() && control != ABANDON) {
                     // read back everything this queue wrote, each block checked against its last generation
                     readBack = true;
                     sequential = 0;
@@ -485,9 +728,17 @@ final class DriveBlk implements Callable<Integer> {
                     deadline = Long.MAX_VALUE;
                     load();
                 }
+            } catch (InvalidUsedIdException e) {
+                duplicated++;
+                failure = e;
             } catch (Exception e) {
                 failure = e;
             }
+        }
+
+        /** Requests issued and never completed: the back-end went away for good, stalled, or broke the queue. */
+        long lost() {
+            return submittedTotal - completedTotal;
         }
 
         /**
@@ -500,6 +751,12 @@ final class DriveBlk implements Callable<Integer> {
             long limit = readBack ? Math.min(stripe, writtenBlocks()) : timed ? Long.MAX_VALUE : stripe;
             long progress = System.nanoTime();
             while (true) {
+                if (control != RUN) {
+                    if (!resume()) {
+                        return;
+                    }
+                    progress = System.nanoTime(); // the time held is no stall
+                }
                 boolean more = issued < limit && System.nanoTime() < deadline;
                 int added = 0;
                 while (more && driver.inFlight(q) < depth) {
@@ -512,6 +769,7 @@ final class DriveBlk implements Callable<Integer> {
                         break;
                     }
                     issued++;
+                    submittedTotal++;
                     added++;
                     more = issued < limit;
                 }
@@ -531,6 +789,24 @@ final class DriveBlk implements Callable<Integer> {
                     driver.await(q, 1_000_000L);
                 }
             }
+        }
+
+        /**
+         * Waits while the control thread reconnects; false when it gave up (the requests in flight are lost). The
+         * volatile write of {@link #held} publishes this thread's ring state to it (it reads held before it touches a
+         * ring), and the volatile read of {@link #control} that ends the wait makes what it did to the rings
+         * (resubmissions) visible here. Out of line: it is cold, and {@link #load}'s loop stays small for the JIT
+         * (the loop allocates nothing whether compiled or not: DriveBlkJobTest measures it).
+         */
+        private boolean resume() {
+            if (control == HOLD) {
+                held = true;
+                while (control == HOLD) {
+                    LockSupport.parkNanos(1_000_000L);
+                }
+                held = false;
+            }
+            return control != ABANDON;
         }
 
         private long writtenBlocks() {
@@ -597,6 +873,7 @@ final class DriveBlk implements Callable<Integer> {
         @Override
         public void completed(int slot, int status, long usedLength) {
             long latency = System.nanoTime() - submitted[slot];
+            completedTotal++;
             boolean write = slotWrite[slot];
             long block = slotBlock[slot];
             if (write) {

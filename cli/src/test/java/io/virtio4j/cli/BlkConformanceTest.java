@@ -25,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.IntConsumer;
 import java.util.zip.CRC32C;
 
+import static io.virtio4j.cli.PeerRuns.field;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -539,14 +540,5 @@ class BlkConformanceTest {
                 peer.ring().name().toLowerCase(java.util.Locale.ROOT)));
         argv.addAll(List.of(options));
         return PeerRuns.run(Duration.ofMinutes(2), argv);
-    }
-
-    private static long field(String line, String key) {
-        for (String kv : line.split(" ")) {
-            if (kv.startsWith(key + "=")) {
-                return Long.parseLong(kv.substring(key.length() + 1));
-            }
-        }
-        throw new AssertionError("no " + key + " in " + line);
     }
 }

@@ -1,6 +1,16 @@
 package io.virtio4j.cli;
 
+import io.virtio4j.core.error.InvalidUsedIdException;
+import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.layout.UsedRing;
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.devices.blk.BlkDevice;
 import io.virtio4j.devices.blk.driver.BlkDriver;
+import io.virtio4j.devices.blk.io.BlockEngine;
+import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.vhost.backend.InProcessBackend;
+import io.virtio4j.vhost.frontend.FrontendSession;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -14,12 +24,14 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A queue's load in {@code drive blk} allocates nothing once running, with and without --verify: a second run of the
  * same job on the same thread is measured (the first one warms up and creates the per-slot buffer views). Against
- * qemu-storage-daemon's null-co export (reads zeros), through {@code peers/qsd.sh}.
+ * qemu-storage-daemon's null-co export (reads zeros), through {@code peers/qsd.sh}. And a completion for no request in
+ * flight (a request completed twice) is counted, not swallowed.
  */
 class DriveBlkJobTest {
     @TempDir
@@ -59,6 +71,40 @@ class DriveBlkJobTest {
             if (!qsd.waitFor(10, TimeUnit.SECONDS)) {
                 qsd.destroyForcibly();
             }
+        }
+    }
+
+    /**
+     * A device that completes a request that is not in flight (a second completion, as a back-end that resubmitted
+     * something already returned would): the queue's job counts it as duplicated, ends with the ring's violation,
+     * and counts the requests it had in flight as lost. The device is the real one, stopped, and its used ring then
+     * forged, as a hostile back-end writes it.
+     */
+    @Test
+    void aCompletionOfNoRequestInFlightIsCountedDuplicatedAndTheRequestsInFlightLost() throws Exception {
+        BlockStore store = BlockStore.ofNull(1 << 20, false, 512);
+        BlkDevice device = new BlkDevice(store, new BlkDevice.Options(1, BlockEngine.SYNC, 16, 64, new int[0], "dup",
+                NotificationMode.NOTIFY, 20_000));
+        InProcessBackend.Connected c = InProcessBackend.start(device, "dup");
+        try (BlkDriver d = BlkDriver.start(FrontendSession.over(c.frontend()),
+                BlkDriver.Config.defaults().withDepth(4).withMaxRequestBytes(4096))) {
+            d.stop(); // the device no longer takes requests: the four the job queues stay in flight
+            SplitRingAreas ring = (SplitRingAreas) d.session().ring(0).areas();
+            UsedRing used = new UsedRing(ring.usedRing(), ring.queueSize());
+            // the last descriptor: with indirect tables each request takes one, from the first, so never in flight
+            used.elem(0, ring.queueSize() - 1, 0);
+            used.idxRelease(1);
+            ByteArrayOutputStream errors = new ByteArrayOutputStream();
+            DriveBlk.Job job = new DriveBlk.Job(d, 0, d.depth(0), 4096, DriveBlk.Rw.RANDREAD, 50, 0, 256, false, 7, true,
+                    30_000_000_000L, new PrintStream(errors, true));
+            job.deadline = System.nanoTime() + 1_000_000_000L;
+            job.run();
+            assertInstanceOf(InvalidUsedIdException.class, job.failure, errors.toString());
+            assertEquals(1, job.duplicated);
+            assertEquals(4, job.lost(), "the requests in flight when the queue broke");
+        } finally {
+            device.close();
+            store.close();
         }
     }
 }

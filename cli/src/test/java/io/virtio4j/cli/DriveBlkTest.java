@@ -39,6 +39,7 @@ class DriveBlkTest {
             "--runtime|0|--runtime: 0.0 is not in (0, 1000000] seconds",
             "--stall-timeout|0|--stall-timeout: 0.0 is not in (0, 1000000] seconds",
             "--connect-timeout|0|--connect-timeout: 0 is not a positive number of seconds",
+            "--reconnect-timeout|0|--reconnect-timeout: 0 is not a positive number of seconds",
             "--size|6k|--size: 6144 is not a multiple of --bs 4096"})
     void aBadValueIsReportedByItsFlagBeforeAnythingConnects(String flag, String value, String message) {
         // the socket does not exist: a check that came after connecting would report that instead

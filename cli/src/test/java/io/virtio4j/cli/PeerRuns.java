@@ -39,6 +39,16 @@ final class PeerRuns {
                 + Main.class.getName();
     }
 
+    /** The number after {@code key=} in a {@code RESULT key=value ...} line. */
+    static long field(String line, String key) {
+        for (String kv : line.split(" ")) {
+            if (kv.startsWith(key + "=")) {
+                return Long.parseLong(kv.substring(key.length() + 1));
+            }
+        }
+        throw new AssertionError("no " + key + " in " + line);
+    }
+
     /**
      * Runs {@code argv} in the repository's root, stdin from /dev/null, output to a temporary file; fails the test when
      * it does not end within {@code limit} or when the peers are not installed.

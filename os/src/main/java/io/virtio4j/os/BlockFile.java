@@ -48,11 +48,10 @@ public final class BlockFile implements AutoCloseable {
     private static final MethodHandle FDATASYNC = Native.downcallErrno("fdatasync", JAVA_INT, JAVA_INT);
     private static final MethodHandle FALLOCATE = Native.downcallErrno("fallocate", JAVA_INT, JAVA_INT, JAVA_INT,
             JAVA_LONG, JAVA_LONG);
-    // The same calls without errno capture: the JDK's capture slices its state segment on every call (an object that
-    // only C2's escape analysis removes, and not reliably), so each call is made uncaptured first and again captured
-    // only when it failed, to learn why (see EventFd). A failed call moved nothing (a vectored call that moved some
-    // bytes reports them instead of failing), so making it again is harmless. Not fdatasync: the kernel reports a
-    // write-back error once per open file, so a second call after a failed one returns 0 and the loss would pass
+    // The same calls without errno capture (Native.callUncaptured says why): each call is made uncaptured first
+    // and again captured only when it failed, to learn why. A failed call moved nothing (a vectored call that moved
+    // some bytes reports them instead of failing), so making it again is harmless. Not fdatasync: the kernel reports
+    // a write-back error once per open file, so a second call after a failed one returns 0 and the loss would pass
     // for success (it is always made captured, below).
     private static final MethodHandle PREADV_UNCAPTURED = Native.downcall("preadv", JAVA_LONG, JAVA_INT, JAVA_LONG,
             JAVA_INT, JAVA_LONG);
@@ -181,14 +180,7 @@ public final class BlockFile implements AutoCloseable {
 
         /** Makes the call uncaptured; only when it failed, again with errno captured (see PREADV_UNCAPTURED). */
         private long call(String name, Native.Call uncaptured, Native.Call captured) {
-            long r;
-            try {
-                r = uncaptured.invoke(MemorySegment.NULL);
-            } catch (RuntimeException | Error e) {
-                throw e;
-            } catch (Throwable t) {
-                throw new IllegalStateException(name + " downcall failed", t);
-            }
+            long r = Native.callUncaptured(name, uncaptured);
             return r >= 0 ? r : Native.callOrErrno(name, captured);
         }
 

@@ -44,12 +44,20 @@ public final class Epoll implements AutoCloseable {
     private static final MethodHandle CREATE = Native.downcallErrno("epoll_create1", JAVA_INT, JAVA_INT);
     private static final MethodHandle CTL = Native.downcallErrno("epoll_ctl", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
     private static final MethodHandle WAIT = Native.downcallErrno("epoll_wait", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+    // Waits and registrations are made without errno capture (Native.callUncaptured says why), and again captured
+    // only when they failed, to learn why: a failed epoll_ctl changed nothing, and a failed wait is looked at again
+    // without waiting.
+    private static final MethodHandle CTL_UNCAPTURED = Native.downcall("epoll_ctl", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
+            ADDRESS);
+    private static final MethodHandle WAIT_UNCAPTURED = Native.downcall("epoll_wait", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT,
+            JAVA_INT);
 
     private final FileDescriptor epfd;
     private final MemorySegment ready;
-    // Built once so that await() allocates nothing; the call reads the time-out from the field.
+    // Built once so that await() allocates nothing; the calls read the time-out from the field.
     private final String waitName;
     private final Native.Call waitCall;
+    private final Native.Call waitUncaptured;
     private int timeoutMillis;
     private int count;
 
@@ -58,6 +66,7 @@ public final class Epoll implements AutoCloseable {
         this.ready = Arena.ofAuto().allocate(EVENT, capacity);
         this.waitName = "epoll_wait(" + epfd + ")";
         this.waitCall = st -> (int) WAIT.invokeExact(st, epfd.fd(), ready, capacity, timeoutMillis);
+        this.waitUncaptured = st -> (int) WAIT_UNCAPTURED.invokeExact(epfd.fd(), ready, capacity, timeoutMillis);
     }
 
     /**
@@ -99,6 +108,7 @@ public final class Epoll implements AutoCloseable {
         int op;
         int target;
         final Native.Call call = st -> (int) CTL.invokeExact(st, epfd, op, target, event);
+        final Native.Call uncaptured = st -> (int) CTL_UNCAPTURED.invokeExact(epfd, op, target, event);
     }
 
     private static final ThreadLocal<CtlArgs> CTL_ARGS = ThreadLocal.withInitial(CtlArgs::new);
@@ -110,8 +120,11 @@ public final class Epoll implements AutoCloseable {
         c.target = fd.fd();
         c.event.set(JAVA_INT, EVENTS, events);
         c.event.set(JAVA_LONG_UNALIGNED, DATA, data);
+        if (Native.callUncaptured("epoll_ctl", c.uncaptured) >= 0) {
+            return;
+        }
         try {
-            Native.call("epoll_ctl", c.call);
+            Native.call("epoll_ctl", c.call); // it failed and changed nothing: again, to learn why
         } catch (LinuxException e) {
             // The message names the operation and descriptor; built only on this path.
             throw new LinuxException(name + fd + ")", e.errno());
@@ -127,7 +140,14 @@ public final class Epoll implements AutoCloseable {
      */
     public int await(int timeoutMillis) {
         this.timeoutMillis = timeoutMillis;
-        count = Math.max(0, (int) Native.call(waitName, waitCall, Errno.EINTR));
+        long n = Native.callUncaptured(waitName, waitUncaptured);
+        if (n < 0) {
+            // The wait failed, errno unknown: look again, captured and without waiting. After a signal (EINTR)
+            // that reports what is ready now, or 0; a lasting failure (EBADF, EINVAL) fails again and throws.
+            this.timeoutMillis = 0;
+            n = Native.call(waitName, waitCall, Errno.EINTR);
+        }
+        count = (int) Math.max(0, n);
         return count;
     }
 

@@ -14,11 +14,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * {@link #EFD_SEMAPHORE}). It is virtio's doorbell: vhost-user's kick and call file descriptors are eventfds.
  *
  * <p>Writes and reads go through a per-thread 8-byte native buffer, so any number of threads may call them, and
- * neither allocates: each is first made without capturing errno, because the JDK's errno capture slices its
- * state segment on every call (a 40-byte object), which only C2's escape analysis removes, and only where it
- * inlines the call: not reliably in a process that makes many kinds of downcall. A call that failed changed
- * nothing (an eventfd read or write moves all 8 bytes or none), so it is made again with errno captured to learn
- * why: that slower path runs only on failure (EAGAIN, EINTR, a closed descriptor).
+ * neither allocates: each is first made without capturing errno ({@link Native#callUncaptured} says why). A
+ * call that failed changed nothing (an eventfd read or write moves all 8 bytes or none), so it is made again with
+ * errno captured to learn why: that slower path runs only on failure (EAGAIN, EINTR, a closed descriptor).
  */
 public final class EventFd implements AutoCloseable {
     /** Each read takes 1 from the counter instead of all of it. */
@@ -44,6 +42,8 @@ public final class EventFd implements AutoCloseable {
     private final String writeName;
     private final Native.Call readCall;
     private final Native.Call writeCall;
+    private final Native.Call readUncapturedCall;
+    private final Native.Call writeUncapturedCall;
 
     private EventFd(FileDescriptor fd, boolean nonBlocking) {
         this.fd = fd;
@@ -52,6 +52,8 @@ public final class EventFd implements AutoCloseable {
         this.writeName = "eventfd write(" + fd + ")";
         this.readCall = st -> (long) READ.invokeExact(st, fd.fd(), Native.threadWord(), COUNTER_BYTES);
         this.writeCall = st -> (long) WRITE.invokeExact(st, fd.fd(), Native.threadWord(), COUNTER_BYTES);
+        this.readUncapturedCall = st -> (long) READ_UNCAPTURED.invokeExact(fd.fd(), Native.threadWord(), COUNTER_BYTES);
+        this.writeUncapturedCall = st -> (long) WRITE_UNCAPTURED.invokeExact(fd.fd(), Native.threadWord(), COUNTER_BYTES);
     }
 
     /**
@@ -165,24 +167,12 @@ public final class EventFd implements AutoCloseable {
 
     /** read(2) of the counter into the thread's word, errno not captured: 8, or a failure to look into. */
     private long readUncaptured() {
-        try {
-            return (long) READ_UNCAPTURED.invokeExact(fd.fd(), Native.threadWord(), COUNTER_BYTES);
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(readName + " downcall failed", t); // a downcall throws nothing checked
-        }
+        return Native.callUncaptured(readName, readUncapturedCall);
     }
 
     /** write(2) of the thread's word to the counter, errno not captured: 8, or a failure to look into. */
     private long writeUncaptured() {
-        try {
-            return (long) WRITE_UNCAPTURED.invokeExact(fd.fd(), Native.threadWord(), COUNTER_BYTES);
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(writeName + " downcall failed", t); // a downcall throws nothing checked
-        }
+        return Native.callUncaptured(writeName, writeUncapturedCall);
     }
 
     @Override

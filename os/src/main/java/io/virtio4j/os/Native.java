@@ -139,6 +139,20 @@ final class Native {
         }
     }
 
+    /**
+     * Runs a downcall made without errno capture (a {@link #downcall} handle; {@code call} ignores its argument)
+     * and returns its raw result, a failure included: for hot calls, which must allocate nothing on every path. The
+     * JDK's errno capture slices its state segment on every call (a 40-byte object); only C2's escape analysis
+     * removes that slice, and only once it has compiled and inlined the call, which a loaded machine delays for
+     * seconds (and the interpreter and C1 never do). A hot caller makes the call uncaptured first and, only when it
+     * failed, again through {@link #call} to learn why.
+     *
+     * @param name what was called, only for the message of an unexpected Java-level failure
+     */
+    static long callUncaptured(String name, Call call) {
+        return invoke(name, call, MemorySegment.NULL);
+    }
+
     private static long invoke(String name, Call call, MemorySegment state) {
         try {
             return call.invoke(state);

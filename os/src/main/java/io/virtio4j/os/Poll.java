@@ -14,7 +14,8 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
  * Waits for one file descriptor to become ready (ppoll(2), so time-outs have nanosecond resolution). The
- * native buffers are allocated once, so waiting does not allocate; one thread may wait at a time.
+ * native buffers are allocated once, and the wait is made without errno capture (see
+ * {@link Native#callUncaptured}), so waiting allocates nothing, compiled or not; one thread may wait at a time.
  */
 public final class Poll {
     public static final int POLLIN = 0x001;
@@ -35,14 +36,17 @@ public final class Poll {
     private static final long NANOS_PER_SECOND = 1_000_000_000L;
 
     private static final MethodHandle PPOLL = Native.downcallErrno("ppoll", JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS);
+    private static final MethodHandle PPOLL_UNCAPTURED = Native.downcall("ppoll", JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS);
 
     private final FileDescriptor fd;
     private final String callName; // built once: naming the call must not allocate on every wait
     private final MemorySegment pollfd;
     private final MemorySegment timespec;
-    // Built once so that await() allocates nothing; a null timespec means no time-out.
+    // Built once so that await() allocates nothing; a null timespec means no time-out. The uncaptured ones are
+    // the waits; the captured one only looks again, without waiting, after a wait failed, to learn why.
     private final Native.Call timed;
     private final Native.Call untimed;
+    private final Native.Call lookAgain;
 
     /** Prepares waits for {@code events} (POLLIN, POLLOUT) on {@code fd}, which stays owned by the caller. */
     public Poll(FileDescriptor fd, int events) {
@@ -52,8 +56,9 @@ public final class Poll {
         this.pollfd = arena.allocate(POLLFD);
         this.timespec = arena.allocate(TIMESPEC);
         pollfd.set(JAVA_SHORT, EVENTS, (short) events);
-        this.timed = st -> (int) PPOLL.invokeExact(st, pollfd, 1L, timespec, MemorySegment.NULL);
-        this.untimed = st -> (int) PPOLL.invokeExact(st, pollfd, 1L, MemorySegment.NULL, MemorySegment.NULL);
+        this.timed = st -> (int) PPOLL_UNCAPTURED.invokeExact(pollfd, 1L, timespec, MemorySegment.NULL);
+        this.untimed = st -> (int) PPOLL_UNCAPTURED.invokeExact(pollfd, 1L, MemorySegment.NULL, MemorySegment.NULL);
+        this.lookAgain = st -> (int) PPOLL.invokeExact(st, pollfd, 1L, timespec, MemorySegment.NULL);
     }
 
     /**
@@ -72,7 +77,16 @@ public final class Poll {
             timespec.set(JAVA_LONG, TV_NSEC, timeoutNanos % NANOS_PER_SECOND);
             call = timed;
         }
-        if (Native.call(callName, call, Errno.EINTR) <= 0) {
+        long ready = Native.callUncaptured(callName, call);
+        if (ready < 0) {
+            // The wait failed, errno unknown. Look again, captured and with a zero time-out: after a signal
+            // (EINTR) that reports the readiness now, or 0, without waiting a second time; a lasting failure
+            // (EINVAL, ENOMEM) fails again and throws with its errno.
+            timespec.set(JAVA_LONG, TV_SEC, 0L);
+            timespec.set(JAVA_LONG, TV_NSEC, 0L);
+            ready = Native.call(callName, lookAgain, Errno.EINTR);
+        }
+        if (ready <= 0) {
             return 0;
         }
         int revents = pollfd.get(JAVA_SHORT, REVENTS) & 0xffff;

@@ -1,5 +1,6 @@
 package io.virtio4j.core.device;
 
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 
 import java.lang.foreign.MemorySegment;
@@ -224,6 +225,22 @@ public final class DescriptorChain {
             skip = 0;
         }
         return copied;
+    }
+
+    /**
+     * Marks the first {@code len} bytes of the writable part in {@code log} (what a device wrote there, e.g. with
+     * {@link #scatter}), each element at its guest address in {@code memory}, the memory this chain was popped over.
+     *
+     * @throws io.virtio4j.core.error.DirtyLogOverflowException when the log has no bit for a page of them; the caller
+     *         breaks the queue ({@link DeviceQueue#fail})
+     */
+    public void markWritten(DirtyLog log, GuestMemory memory, long len) {
+        long left = len;
+        for (int i = readableCount; i < count && left > 0; i++) {
+            long n = Math.min(length[i], left);
+            log.markHost(memory, region[i], offset[i], n);
+            left -= n;
+        }
     }
 
     private void check(int i) {

@@ -4,6 +4,7 @@ import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.error.RingViolationException;
@@ -57,26 +58,43 @@ public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue 
     /**
      * Resumes at {@code state} as {@link #restart(QueueState)} does, and from now on records every buffer in flight
      * in {@code inflightRegion}: this queue's region of vhost-user's inflight area
-     * ({@link io.virtio4j.core.layout.InflightLayout}, the layout DPDK and libvhost-user use), so that a back-end
+     * ({@link io.virtio4j.core.layout.InflightLayout}, DPDK's and libvhost-user's byte layout), so that a back-end
      * restarted after a crash can give back what its predecessor took and never returned.
      *
      * <p>A region whose version is 0 is fresh (or the front-end reset the device): it is initialised and nothing is
-     * resubmitted. Otherwise the region is recovered first, as libvhost-user and DPDK do: a used batch that was
-     * published but not yet cleared from the region is cleared, and every buffer still marked in flight is
-     * resubmitted: the next {@link #pop()}s return them, in the order they were first fetched, before any buffer
-     * from the available ring, and the available position moves past them (split: {@code used.idx + resubmitted}).
+     * resubmitted, and the queue resumes with its available position at the used position ({@code state}'s used index:
+     * split, the ring's used.idx), not at {@code state.nextAvail()} (SET_VRING_BASE's), unlike libvhost-user and DPDK,
+     * which keep the base. Why: with no record of what a previous back-end did with the buffers between the two,
+     * re-popping them is the only choice that cannot leave the driver waiting for ever for one that was popped and
+     * never returned. After a disconnect QEMU sends the used index as the base anyway, so this matters only after an
+     * orderly stop followed by a fresh area (a migration destination, a front-end that asks for a new area): there a
+     * buffer the old back-end popped and had not returned is done again, and done twice if that back-end still
+     * completes it after it was stopped (which a stopped back-end must not do).
+     *
+     * <p>Otherwise the region is recovered first, as libvhost-user and DPDK do: a used batch that was published but not
+     * yet cleared from the region is cleared, and every buffer still marked in flight is resubmitted: the next
+     * {@link #pop()}s return them, in the order they were first fetched, before any buffer from the available ring,
+     * and the available position moves past them (split: {@code used.idx + resubmitted}).
      * {@link #enableKicksOrFindPending()} reports resubmitted buffers as pending, so a device that looks at the ring
      * once after a start finds them without a kick.
      *
      * <p>Every count, index, link and counter in the region is hostile input (the front-end can write it).
      *
+     * <p>The region may be laid out for a larger queue than this ring: QEMU asks for the area with its queue-size
+     * property, while the driver may choose a smaller ring. Its desc_num is that queue size (a fresh region gets the
+     * smallest queue size from {@link #size()} up whose region has its length, which is the one asked for whenever
+     * that is a power of two); the entries at or above {@link #size()} are never used, and a region marking one of
+     * them in flight is refused, naming it.
+     *
      * @param inflightRegion exactly {@link io.virtio4j.core.layout.InflightLayout#queueRegionBytes} bytes for this
-     *                       queue's format and size; the queue writes it from its owning thread from now on
+     *                       queue's format and a queue size at least {@link #size()} (the area's); the queue writes it
+     *                       from its owning thread from now on
      * @return the number of buffers resubmitted
      * @throws io.virtio4j.core.error.InvalidInflightRegionException when the region's content is not one a back-end
      *         wrote (the queue is then broken and nothing is resubmitted)
      * @throws io.virtio4j.core.error.InvalidQueueStateException as {@link #restart(QueueState)}
-     * @throws IllegalArgumentException when the region's size is not the queue's region size
+     * @throws IllegalArgumentException when the region's length is not the region size of any queue size from
+     *         {@link #size()} up
      */
     int restart(QueueState state, java.lang.foreign.MemorySegment inflightRegion);
 
@@ -143,4 +161,19 @@ public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue 
      * are available (do not sleep: pop them); false means it is safe to sleep until kicked.
      */
     boolean enableKicksOrFindPending();
+
+    /**
+     * Dirty logging (vhost-user migration): from now on every write of this queue into its own ring areas is marked in
+     * {@code log}, after it is stored; null stops it. Split: the used ring's entries, index, flags and avail_event,
+     * the used ring lying at guest-physical {@code usedGuestAddr} (vhost-user's {@code log_guest_addr}). Packed: the
+     * used descriptors, in the descriptor ring at guest-physical {@code descGuestAddr}, and the device event
+     * suppression area at {@code usedGuestAddr} (where QEMU's {@code log_guest_addr} points for a packed ring).
+     * Data a device writes into buffers is the device's to mark. Without a log the hot path pays one null check. A
+     * write the log has no bit for breaks the queue with {@link io.virtio4j.core.error.DirtyLogOverflowException}.
+     * Called by the thread that owns the queue, or before the queue is handed to it.
+     *
+     * @param descGuestAddr the descriptor area's guest-physical address; a split queue never writes there and
+     *                      ignores it
+     */
+    void logUsed(DirtyLog log, long usedGuestAddr, long descGuestAddr);
 }

@@ -3,6 +3,7 @@ package io.virtio4j.core.device;
 import io.virtio4j.core.error.AddressOutOfRangeException;
 import io.virtio4j.core.error.ChainTooLargeException;
 import io.virtio4j.core.error.ChainTooLongException;
+import io.virtio4j.core.error.DirtyLogOverflowException;
 import io.virtio4j.core.error.ForgedUsedFlagsException;
 import io.virtio4j.core.error.IncompleteListException;
 import io.virtio4j.core.error.IndexJumpException;
@@ -21,6 +22,7 @@ import io.virtio4j.core.layout.EventSuppression;
 import io.virtio4j.core.layout.PackedDescriptors;
 import io.virtio4j.core.layout.PackedLayout;
 import io.virtio4j.core.layout.PackedRingAreas;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.ordering.Fences;
@@ -100,6 +102,11 @@ public final class PackedDeviceQueue implements DeviceQueue {
     private final MemorySegment ring;
     private final EventSuppression driverEvent;
     private final EventSuppression deviceEvent;
+    /** Dirty logging of this queue's ring writes (vhost-user migration), or null: one null check on the hot path. */
+    private DirtyLog log;
+    /** Guest-physical addresses of the descriptor ring and the device event area, where their writes are logged. */
+    private long descLogAddr;
+    private long eventLogAddr;
     private final GuestMemory memory;
     private final Notifier callNotifier;
     private final boolean strong;
@@ -189,7 +196,8 @@ public final class PackedDeviceQueue implements DeviceQueue {
     /**
      * {@inheritDoc}
      *
-     * <p>Packed: the used position is the region's (a fresh region takes {@code state}'s): the last one committed,
+     * <p>Packed: the used position is the region's (a fresh region takes {@code state}'s, and the available position
+     * is then that too, whatever {@code state} says of it): the last one committed,
      * or, when the back-end died between publishing a batch in the ring and committing it, the batch's end if the
      * ring shows it published (see {@link PackedInflight}). It is the position the driver saw, which is what QEMU
      * sends after a disconnect. The available position is that plus the slots of the resubmitted buffers: every
@@ -208,7 +216,28 @@ public final class PackedDeviceQueue implements DeviceQueue {
             throw breakWith(e);
         }
         int used = line(tracker.usedIdx(), tracker.usedWrap());
-        int avail = advance(used, tracker.resubmittedSlots());
+        int slots = tracker.resubmittedSlots();
+        int avail = advance(used, slots);
+        // The slots between the used and the available position are the resubmitted buffers': the dead back-end
+        // may have written used descriptors over them (in a batch only the first one's flags wait for the
+        // publication; the others are stored at push time) and died before publishing, so the batch was rolled
+        // back. The driver waits at the used position and will read on from the slot its first new used
+        // descriptor ends at: if that one covers other slots than the dead batch's first did, the driver would land
+        // on a stale used descriptor and reap a buffer this back-end has not done. So every one of those slots gets
+        // the available pattern of its lap back (AVAIL = wrap, USED = !wrap: what the driver wrote there), before
+        // anything is published. Plain stores: the driver reads none of these slots before the device publishes
+        // at the used position, and the release store of that first publication orders them before it; a crash
+        // before it leaves slots that still look available, which is what recovery's commit test expects of the
+        // slot at the committed position (a rollback, as it would be anyway).
+        for (int k = 0; k < slots; k++) {
+            int at = advance(used, k);
+            int flags = PackedDescriptors.flagsPlainLoad(ring, slotOf(at));
+            PackedDescriptors.flagsPlain(ring, slotOf(at), flags & ~(PackedLayout.DESC_F_AVAIL
+                    | PackedLayout.DESC_F_USED) | PackedLayout.availBits(wrapOf(at)));
+        }
+        if (log != null) {
+            logSlots(used, avail); // guest memory written: logged like a publication's slots (logUsed came first)
+        }
         resume(new QueueState(slotOf(avail), wrapOf(avail), slotOf(used), wrapOf(used)));
         inflight = tracker;
         resubmitLeft = tracker.resubmitCount();
@@ -754,6 +783,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
             inflight.published();
         }
         int line = line(nextUsed, usedWrap);
+        if (log != null) {
+            logSlots(publishedLine, line);
+        }
         undecidedSlots = Math.min(size, undecidedSlots + distance(publishedLine, line));
         publishedLine = line;
         counters.usedIdxWrites++;
@@ -835,6 +867,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
         }
         kicksEnabled = false;
         deviceEvent.release(0, EVENT_F_DISABLE);
+        if (log != null) {
+            logBytes(eventLogAddr, PackedLayout.EVENT_SIZE);
+        }
     }
 
     /**
@@ -851,6 +886,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
             deviceEvent.release(nextAvail | (availWrap ? PackedLayout.EVENT_WRAP_BIT : 0), EVENT_F_DESC);
         } else {
             deviceEvent.release(0, EVENT_F_ENABLE);
+        }
+        if (log != null) {
+            logBytes(eventLogAddr, PackedLayout.EVENT_SIZE);
         }
         if (knownCount > 0 || resubmitLeft > 0) {
             return true; // flags known available, or buffers recovered from the inflight region wait
@@ -873,5 +911,42 @@ public final class PackedDeviceQueue implements DeviceQueue {
             knownCount = 1;
         }
         return available;
+    }
+
+    /**
+     * Logs the used descriptors this queue writes into the descriptor ring (at guest-physical {@code descGuestAddr})
+     * and its device event suppression writes (at {@code usedGuestAddr}) in {@code log} from now on; null stops it.
+     */
+    @Override
+    public void logUsed(DirtyLog log, long usedGuestAddr, long descGuestAddr) {
+        this.log = log;
+        this.eventLogAddr = usedGuestAddr;
+        this.descLogAddr = descGuestAddr;
+    }
+
+    /**
+     * Marks the ring slots from line {@code from} to line {@code to} (the descriptors of a publication, round the
+     * ring if they wrap; all of it when a whole lap was published). A log too small breaks the queue.
+     */
+    private void logSlots(int from, int to) {
+        int n = distance(from, to);
+        if (n == 0) {
+            return;
+        }
+        n = Math.min(n, size);
+        int first = slotOf(from);
+        int head = Math.min(n, size - first);
+        logBytes(descLogAddr + (long) PackedLayout.DESC_SIZE * first, (long) PackedLayout.DESC_SIZE * head);
+        if (n > head) {
+            logBytes(descLogAddr, (long) PackedLayout.DESC_SIZE * (n - head));
+        }
+    }
+
+    private void logBytes(long gpa, long len) {
+        try {
+            log.mark(gpa, len);
+        } catch (DirtyLogOverflowException e) {
+            throw breakWith(e);
+        }
     }
 }

@@ -34,7 +34,8 @@ import static io.virtio4j.core.layout.InflightLayout.PACKED_USED_WRAP_COUNTER;
 import static io.virtio4j.core.layout.InflightLayout.PACKED_VERSION;
 
 /**
- * A packed queue's inflight region ({@link InflightLayout}, DPDK's layout): what {@link PackedDeviceQueue} records
+ * A packed queue's inflight region ({@link InflightLayout}: DPDK's byte layout, but field meanings of our own, so
+ * neither back-end can recover a packed region the other wrote): what {@link PackedDeviceQueue} records
  * in it, and how a region left by a predecessor is checked and recovered. Owned by the queue's thread.
  *
  * <p><b>Why copies.</b> A packed ring has no separate available ring: the device writes used descriptors over the
@@ -62,9 +63,14 @@ import static io.virtio4j.core.layout.InflightLayout.PACKED_VERSION;
  *
  * <p><b>Ordering.</b> As for {@link SplitInflight}: the reader is a later process after this one died, so only the
  * order in which the JIT emits the stores matters, and each store recovery relies on coming after others is a
- * release store: a head entry is marked in flight after its copies, count and counter; the free list moves past it
- * after that; at publication the flags are cleared after the ring's release store, then the batch joins the free
- * list, then the committed position moves. Pushes are plain stores, ordered by the publication's release store.
+ * release store, which keeps the earlier ones before it: a head entry is marked in flight after its copies, count
+ * and counter; the free list moves past it after that; at publication the flags are cleared after the ring's
+ * release store, then the batch joins the free list, then the committed position moves. Pushes are plain stores,
+ * ordered by the publication's release store. A release store does not keep later stores after it: a store-store
+ * fence follows the publication's last store (the next pop writes its count, last and counter into the entry
+ * that is the newest head of the batch just published: before the committed position moved, a death there would
+ * make recovery walk the batch through the new buffer's fields), recovery's writes, and, in recovery, the emptying
+ * of the free list before its links are rewritten.
  *
  * <p><b>Hostile region.</b> Recovery checks every field it uses, with each entry owned by at most one buffer, before
  * writing anything, and then rebuilds the free list from the entries no buffer in flight owns (so an entry leaked
@@ -75,8 +81,6 @@ final class PackedInflight {
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final VarHandle U8_VH = ValueLayout.JAVA_BYTE.varHandle();
-    private static final VarHandle U16_VH = U16.varHandle();
     private static final VarHandle U64_VH = U64.varHandle();
     /** The positions word: used_idx, old_used_idx, used_wrap_counter, old_used_wrap_counter, 2 bytes padding. */
     private static final long POSITIONS = PACKED_USED_IDX;
@@ -148,24 +152,25 @@ final class PackedInflight {
      */
     static PackedInflight recover(MemorySegment region, int size, MemorySegment ring, int freshUsed,
                                   boolean freshWrap) {
-        InflightRegions.checkSize(region, RingFormat.PACKED, size);
+        int entries = InflightRegions.checkSize(region, RingFormat.PACKED, size);
         PackedInflight t = new PackedInflight(region, size);
         int version = t.u16(PACKED_VERSION);
         if (version == 0) {
-            t.initialise(freshUsed, freshWrap);
+            t.initialise(freshUsed, freshWrap, entries);
             return t;
         }
         if (version != InflightLayout.VERSION) {
             throw new InvalidInflightRegionException("inflight.version", version,
                     "is neither 0 (fresh) nor " + InflightLayout.VERSION);
         }
-        t.recoverUsed(ring);
+        t.recoverUsed(ring, entries);
         return t;
     }
 
-    private void initialise(int used, boolean wrap) {
+    private void initialise(int used, boolean wrap, int entries) {
         region.fill((byte) 0);
-        region.set(U16, PACKED_DESC_NUM, (short) size);
+        // The area's queue size, as DPDK and libvhost-user write it; this queue uses the first size entries only.
+        region.set(U16, PACKED_DESC_NUM, (short) entries);
         for (int i = 0; i < size; i++) {
             next[i] = i + 1;
             region.set(U16, entry(i) + PACKED_ENTRY_NEXT, (short) (i + 1));
@@ -177,7 +182,7 @@ final class PackedInflight {
         batchHead = 0;
         storePositions();
         // Last, with release: a crash half-way leaves a region that is still fresh.
-        U16_VH.setRelease(region, (long) PACKED_VERSION, (short) InflightLayout.VERSION);
+        InflightRegions.setU16Release(region, PACKED_VERSION, InflightLayout.VERSION);
     }
 
     private long positions() {
@@ -190,55 +195,32 @@ final class PackedInflight {
         U64_VH.setRelease(region, POSITIONS, positions());
     }
 
-    private void recoverUsed(MemorySegment ring) {
+    private void recoverUsed(MemorySegment ring, int entries) {
         long features = region.get(U64, PACKED_FEATURES);
         if (features != 0) {
             throw new InvalidInflightRegionException("inflight.features", features, "no feature is defined: must be 0");
         }
-        int descNum = u16(PACKED_DESC_NUM);
-        if (descNum != size) {
-            throw new InvalidInflightRegionException("inflight.desc_num", descNum, "is not the queue size " + size);
-        }
-        int regionBatchHead = u16(PACKED_FREE_HEAD);
-        if (regionBatchHead >= size) {
-            throw new InvalidInflightRegionException("inflight.free_head", regionBatchHead,
-                    "is not below the queue size " + size);
-        }
-        int freeHead = u16(PACKED_OLD_FREE_HEAD);
-        if (freeHead > size) {
-            throw new InvalidInflightRegionException("inflight.old_free_head", freeHead,
-                    "is neither below the queue size " + size + " nor " + size + " (empty)");
-        }
+        InflightRegions.checkDescNum(region, RingFormat.PACKED, size, u16(PACKED_DESC_NUM));
+        // Only what recovery uses is checked: the free list (old_free_head and its links) is rebuilt from the
+        // entries no buffer in flight owns and never read, and free_head (the batch) is read only when the batch is
+        // committed. Refusing a field that is not used would only add ways for the region to be refused, and a
+        // refused region keeps the device dead until the guest resets it (QEMU hands back the same area).
         int used = u16(PACKED_USED_IDX);
         int oldUsed = u16(PACKED_OLD_USED_IDX);
         int wrap = u8(PACKED_USED_WRAP_COUNTER);
         int oldWrap = u8(PACKED_OLD_USED_WRAP_COUNTER);
         if (used >= size) {
-            throw new InvalidInflightRegionException("inflight.used_idx", used, "is not below the queue size " + size);
+            throw new InvalidInflightRegionException("inflight.used_idx", used, "is not below the ring size " + size);
         }
         if (oldUsed >= size) {
             throw new InvalidInflightRegionException("inflight.old_used_idx", oldUsed,
-                    "is not below the queue size " + size);
+                    "is not below the ring size " + size);
         }
         if (wrap > 1) {
             throw new InvalidInflightRegionException("inflight.used_wrap_counter", wrap, "is neither 0 nor 1");
         }
         if (oldWrap > 1) {
             throw new InvalidInflightRegionException("inflight.old_used_wrap_counter", oldWrap, "is neither 0 nor 1");
-        }
-        // The free list: in range and without a loop (it is rebuilt below, but a forged one is refused).
-        int h = freeHead;
-        for (int steps = 0; h != size; steps++) {
-            if (steps == size) {
-                throw new InvalidInflightRegionException("inflight.desc[" + h + "].next", u16(entry(h) + PACKED_ENTRY_NEXT),
-                        "the free list runs past " + size + " entries: a loop");
-            }
-            int n = u16(entry(h) + PACKED_ENTRY_NEXT);
-            if (n > size) {
-                throw new InvalidInflightRegionException("inflight.desc[" + h + "].next", n,
-                        "a free-list link is neither below the queue size " + size + " nor " + size + " (end)");
-            }
-            h = n;
         }
         // owner[e]: the head entry of the buffer entry e belongs to, or -1.
         int[] owner = new int[size];
@@ -261,7 +243,11 @@ final class PackedInflight {
             commit = !PackedLayout.isAvailable(flags, oldWrap == 1);
         }
         if (commit) {
-            int head = regionBatchHead;
+            int head = u16(PACKED_FREE_HEAD);
+            if (head >= size) {
+                throw new InvalidInflightRegionException("inflight.free_head", head,
+                        "the committed batch's newest head entry is not below the ring size " + size);
+            }
             int slots = 0;
             while (true) {
                 int last = claim(head, batchSlots - slots, owner);
@@ -273,7 +259,7 @@ final class PackedInflight {
                 int n = u16(entry(last) + PACKED_ENTRY_NEXT);
                 if (n >= size) {
                     throw new InvalidInflightRegionException("inflight.desc[" + last + "].next", n,
-                            "a used-batch link is not below the queue size " + size);
+                            "a used-batch link is not below the ring size " + size);
                 }
                 head = n;
             }
@@ -283,10 +269,15 @@ final class PackedInflight {
         int n = 0;
         long highest = -1;
         long[] counters = new long[size];
-        for (int i = 0; i < size; i++) {
+        for (int i = 0; i < entries; i++) {
             int flag = u8(entry(i) + PACKED_ENTRY_INFLIGHT);
             if (flag > 1) {
                 throw new InvalidInflightRegionException("inflight.desc[" + i + "].inflight", flag, "is neither 0 nor 1");
+            }
+            if (flag == 1 && i >= size) {
+                // The area may be laid out for a larger queue than the ring; this queue never takes those entries.
+                throw new InvalidInflightRegionException("inflight.desc[" + i + "].inflight", flag,
+                        "marks an entry at or above the ring size " + size + " in flight");
             }
             if (flag == 0 || committed[i]) {
                 continue;
@@ -308,13 +299,15 @@ final class PackedInflight {
         // next recovery accepts and settles the same way.
         for (int i = 0; i < size; i++) {
             if (committed[i]) {
-                U8_VH.setRelease(region, entry(i) + PACKED_ENTRY_INFLIGHT, (byte) 0);
+                InflightRegions.setU8Release(region, entry(i) + PACKED_ENTRY_INFLIGHT, 0);
             }
         }
         usedIdx = oldUsedIdx = oldUsed;
         usedWrap = oldUsedWrap = oldWrap == 1;
         storePositions();
-        U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) size);
+        InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, size);
+        // store-store: the links below are rewritten only once the list is empty.
+        VarHandle.storeStoreFence();
         freeTop = size;
         freeCount = 0;
         for (int i = size - 1; i >= 0; i--) {
@@ -325,8 +318,10 @@ final class PackedInflight {
                 freeCount++;
             }
         }
-        U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) freeTop);
+        InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, freeTop);
         region.set(U16, PACKED_FREE_HEAD, (short) (freeTop == size ? 0 : freeTop));
+        // store-store: the hot path's stores (a pop's copies, a push's links) stay after recovery's.
+        VarHandle.storeStoreFence();
         batchHead = freeTop == size ? 0 : freeTop;
         counter = highest + 1;
         resubmitCount = n;
@@ -353,7 +348,7 @@ final class PackedInflight {
             int n = u16(entry(e) + PACKED_ENTRY_NEXT);
             if (n >= size) {
                 throw new InvalidInflightRegionException("inflight.desc[" + e + "].next", n,
-                        "is not below the queue size " + size);
+                        "is not below the ring size " + size);
             }
             if (owner[n] >= 0) {
                 throw new InvalidInflightRegionException("inflight.desc[" + e + "].next", n,
@@ -486,10 +481,10 @@ final class PackedInflight {
         region.set(U16, h + PACKED_ENTRY_NUM, (short) slots);
         region.set(U16, h + PACKED_ENTRY_LAST, (short) last);
         region.set(U64, h + PACKED_ENTRY_COUNTER, counter++);
-        U8_VH.setRelease(region, h + PACKED_ENTRY_INFLIGHT, (byte) 1);
+        InflightRegions.setU8Release(region, h + PACKED_ENTRY_INFLIGHT, 1);
         freeTop = e;
         freeCount -= slots;
-        U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) freeTop);
+        InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, freeTop);
         headLast[head] = last;
         headNum[head] = slots;
         idHead[id] = head;
@@ -499,9 +494,9 @@ final class PackedInflight {
     /** A buffer fetched from the ring and given back (unpop): its entries return to the free list. */
     void unfetched(int id) {
         int head = idHead[id];
-        U8_VH.setRelease(region, entry(head) + PACKED_ENTRY_INFLIGHT, (byte) 0);
+        InflightRegions.setU8Release(region, entry(head) + PACKED_ENTRY_INFLIGHT, 0);
         release(head);
-        U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) freeTop);
+        InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, freeTop);
     }
 
     /** Links the buffer of {@code head} in front of the free list (mirror and region; the head store is the caller's). */
@@ -538,14 +533,15 @@ final class PackedInflight {
     /**
      * The batch is published in the ring (release store just before): its flags are cleared, it joins the free list
      * (the oldest buffer's last entry links to the free list, whose top becomes the newest), then the committed used
-     * position moves to the batch's end. Release stores, each after the ones before.
+     * position moves to the batch's end. Release stores, each after the ones before; then a store-store fence, so
+     * nothing of the next pop or batch moves before them.
      */
     void published() {
         if (batchLength == 0) {
             return;
         }
         for (int k = 0; k < batchLength; k++) {
-            U8_VH.setRelease(region, entry(batch[k]) + PACKED_ENTRY_INFLIGHT, (byte) 0);
+            InflightRegions.setU8Release(region, entry(batch[k]) + PACKED_ENTRY_INFLIGHT, 0);
         }
         int oldestLast = headLast[batch[0]];
         next[oldestLast] = freeTop;
@@ -555,9 +551,13 @@ final class PackedInflight {
         }
         freeTop = batchHead;
         batchLength = 0;
-        U16_VH.setRelease(region, (long) PACKED_OLD_FREE_HEAD, (short) freeTop);
+        InflightRegions.setU16Release(region, PACKED_OLD_FREE_HEAD, freeTop);
         oldUsedIdx = usedIdx;
         oldUsedWrap = usedWrap;
         storePositions();
+        // store-store: the next pop's plain stores (count, last, counter) go into freeTop, this batch's newest head:
+        // emitted before the committed position moved, a death in between would make recovery, seeing the batch
+        // published in the ring, walk it through the new buffer's fields (and refuse the region for ever).
+        VarHandle.storeStoreFence();
     }
 }

@@ -1,6 +1,7 @@
 package io.virtio4j.core.device;
 
 import io.virtio4j.core.error.AddressOutOfRangeException;
+import io.virtio4j.core.error.DirtyLogOverflowException;
 import io.virtio4j.core.error.ChainTooLargeException;
 import io.virtio4j.core.error.ChainTooLongException;
 import io.virtio4j.core.error.DescriptorLoopException;
@@ -22,6 +23,7 @@ import io.virtio4j.core.ordering.Fences;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.layout.UsedRing;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.ordering.Ordering;
@@ -129,6 +131,11 @@ public final class SplitDeviceQueue implements DeviceQueue {
      */
     private int resubmitLeft;
 
+    /** Dirty logging of the used ring (vhost-user migration), or null: then the hot path pays one null check. */
+    private DirtyLog log;
+    /** The used ring's guest-physical address, where its writes are logged. */
+    private long usedLogAddr;
+
     private final QueueCounters counters = new QueueCounters();
     private RingViolationException broken;
 
@@ -181,8 +188,8 @@ public final class SplitDeviceQueue implements DeviceQueue {
      *
      * <p>Split: {@code state.nextUsed()} is the used.idx in the ring (what a new queue's {@link #state()} gives):
      * the batch to clear is measured against it and the available position becomes it plus the resubmitted heads,
-     * whatever {@code state.nextAvail()} says (after a crash QEMU sends used.idx there). Resubmitted heads are
-     * walked and checked again when popped, as any chain from the ring.
+     * whatever {@code state.nextAvail()} says (after a crash QEMU sends used.idx there), for a fresh region too.
+     * Resubmitted heads are walked and checked again when popped, as any chain from the ring.
      */
     @Override
     public int restart(QueueState state, MemorySegment inflightRegion) {
@@ -584,6 +591,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
         if (inflight != null) {
             inflight.published(usedShadow);
         }
+        if (log != null) {
+            logPublished();
+        }
         // Entries published without a notification decision can carry used.idx round the 16-bit circle past the
         // index of the last decision: need_event's old index would then name a point 65,536 entries back and
         // could suppress a notification the driver asked for. Once the new index passes it, it is stale: the
@@ -649,6 +659,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
         kicksEnabled = false;
         if (!eventIdx) {
             used.flagsRelease(USED_F_NO_NOTIFY);
+            if (log != null) {
+                logUsedBytes(SplitLayout.USED_FLAGS, 2);
+            }
         }
     }
 
@@ -671,6 +684,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
         } else {
             used.flagsRelease(0);
         }
+        if (log != null) {
+            logUsedBytes(eventIdx ? SplitLayout.USED_RING + (long) SplitLayout.USED_ELEM_SIZE * size : SplitLayout.USED_FLAGS, 2);
+        }
         if (resubmitLeft > 0) {
             return true; // buffers recovered from the inflight region wait: no need to look at the ring
         }
@@ -683,5 +699,41 @@ public final class SplitDeviceQueue implements DeviceQueue {
             availCache = idx;
         }
         return idx != lastAvail;
+    }
+
+    /**
+     * Logs every write of this queue into its used ring (entries, index, flags, avail_event) in {@code log} from
+     * now on, the ring lying at guest-physical {@code usedGuestAddr} (vhost-user's {@code log_guest_addr}); null
+     * stops logging. Each write is marked after it is stored (see {@link DirtyLog}). The descriptor table is never
+     * written by a split device: {@code descGuestAddr} is not used.
+     */
+    @Override
+    public void logUsed(DirtyLog log, long usedGuestAddr, long descGuestAddr) {
+        this.log = log;
+        this.usedLogAddr = usedGuestAddr;
+    }
+
+    /**
+     * Marks the used slots published by the publication just made (from {@code usedPublished} to {@code usedShadow},
+     * round the ring if they wrap) and used.idx. A log too small for them breaks the queue: the entries are
+     * published, but a migration would miss them.
+     */
+    private void logPublished() {
+        int n = Math.min((usedShadow - usedPublished) & 0xFFFF, size);
+        int first = usedPublished & mask;
+        int head = Math.min(n, size - first);
+        logUsedBytes(SplitLayout.USED_RING + (long) SplitLayout.USED_ELEM_SIZE * first, (long) SplitLayout.USED_ELEM_SIZE * head);
+        if (n > head) {
+            logUsedBytes(SplitLayout.USED_RING, (long) SplitLayout.USED_ELEM_SIZE * (n - head));
+        }
+        logUsedBytes(SplitLayout.USED_IDX, 2);
+    }
+
+    private void logUsedBytes(long offset, long len) {
+        try {
+            log.mark(usedLogAddr + offset, len);
+        } catch (DirtyLogOverflowException e) {
+            throw breakWith(e);
+        }
     }
 }

@@ -21,18 +21,23 @@ import static io.virtio4j.core.layout.InflightLayout.SPLIT_USED_IDX;
 import static io.virtio4j.core.layout.InflightLayout.SPLIT_VERSION;
 
 /**
- * A split queue's inflight region ({@link InflightLayout}, DPDK's and libvhost-user's layout): what
+ * A split queue's inflight region ({@link InflightLayout}, DPDK's and libvhost-user's layout; a region they wrote
+ * recovers here, not the other way: they clear only last_batch_head's flag of a published batch): what
  * {@link SplitDeviceQueue} records in it on the hot path, and how a region left by a predecessor is checked and
  * recovered. Owned by the queue's thread.
  *
  * <p><b>Ordering.</b> The only reader of what is written here is a later back-end process, after this one died
  * (kill -9 included): the kernel keeps a dead process's stores (they sit in shared memory, the store buffer drains
  * whatever happens to the process), so CPU reordering cannot show; what can is the order in which the JIT emits the
- * stores. Every store recovery relies on coming after another is therefore a release store (a plain move on x86 and
- * a store-store barrier on weaker CPUs), which keeps every earlier load and store before it: a head is marked in
- * flight only after its counter, a batch's flags are cleared only after the ring's used.idx, and the region's
- * used_idx only after those flags. The links of a batch are plain stores: the release store of used.idx, which the
- * queue makes after them, orders them.
+ * stores. Every store recovery relies on coming after another is therefore a release store (a release fence and a
+ * plain store: a plain move on x86, a barrier first on weaker CPUs), which keeps every earlier load and store
+ * before it: a head is marked in flight only after its counter, a batch's flags are cleared only after the ring's
+ * used.idx, and the region's used_idx only after those flags. The links of a batch are plain stores: the release
+ * store of used.idx, which the queue makes after them, orders them. A release store does not keep later stores
+ * after it, though: a plain store that must not be emitted before an earlier release store needs a store-store
+ * fence in between. There are two: the next batch's last_batch_head and links after a publication's used_idx (else
+ * a death in between leaves last_batch_head naming a head still in flight, which recovery would clear as
+ * published), and the hot path's first stores after recovery's writes.
  *
  * <p><b>Hostile region.</b> The front-end can write every byte of the region, before a restart and while the queue
  * runs. Recovery checks every field it uses before it writes anything, and the hot path reads nothing from the
@@ -43,8 +48,6 @@ import static io.virtio4j.core.layout.InflightLayout.SPLIT_VERSION;
 final class SplitInflight {
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final VarHandle U8_VH = ValueLayout.JAVA_BYTE.varHandle();
-    private static final VarHandle U16_VH = U16.varHandle();
 
     private final MemorySegment region;
     private final int size;
@@ -75,11 +78,11 @@ final class SplitInflight {
      * @throws InvalidInflightRegionException naming the first field that no back-end could have written
      */
     static SplitInflight recover(MemorySegment region, int size, int usedIdx, int[] heads) {
-        InflightRegions.checkSize(region, RingFormat.SPLIT, size);
+        int entries = InflightRegions.checkSize(region, RingFormat.SPLIT, size);
         SplitInflight t = new SplitInflight(region, size);
         int version = Short.toUnsignedInt(region.get(U16, SPLIT_VERSION));
         if (version == 0) {
-            t.initialise(usedIdx);
+            t.initialise(usedIdx, entries);
             return t;
         }
         if (version != InflightLayout.VERSION) {
@@ -90,18 +93,24 @@ final class SplitInflight {
         if (features != 0) {
             throw new InvalidInflightRegionException("inflight.features", features, "no feature is defined: must be 0");
         }
-        int descNum = Short.toUnsignedInt(region.get(U16, SPLIT_DESC_NUM));
-        if (descNum != size) {
-            throw new InvalidInflightRegionException("inflight.desc_num", descNum, "is not the queue size " + size);
-        }
+        InflightRegions.checkDescNum(region, RingFormat.SPLIT, size,
+                Short.toUnsignedInt(region.get(U16, SPLIT_DESC_NUM)));
         int lastBatchHead = Short.toUnsignedInt(region.get(U16, SPLIT_LAST_BATCH_HEAD));
         if (lastBatchHead >= size) {
             throw new InvalidInflightRegionException("inflight.last_batch_head", lastBatchHead,
-                    "is not below the queue size " + size);
+                    "is not below the ring size " + size);
         }
         int regionUsed = Short.toUnsignedInt(region.get(U16, SPLIT_USED_IDX));
         int batchSize = (usedIdx - regionUsed) & 0xFFFF;
         if (batchSize > size) {
+            int behind = (regionUsed - usedIdx) & 0xFFFF;
+            if (behind <= size) {
+                // Up to a ring behind: the guest moved its ring's used.idx back (it owns that memory; a device
+                // never moves it back), rather than the region's used_idx being forged ahead.
+                throw new InvalidInflightRegionException("used.idx", usedIdx, "is " + behind
+                        + " entries behind the inflight region's used_idx " + regionUsed
+                        + ": the ring's used index went back");
+            }
             throw new InvalidInflightRegionException("inflight.used_idx", regionUsed, "is " + batchSize
                     + " entries behind the ring's used.idx " + usedIdx + ": a batch longer than the queue size " + size);
         }
@@ -116,7 +125,7 @@ final class SplitInflight {
             int next = Short.toUnsignedInt(region.get(U16, entry(h) + SPLIT_ENTRY_NEXT));
             if (next >= size) {
                 throw new InvalidInflightRegionException("inflight.desc[" + h + "].next", next,
-                        "is not below the queue size " + size);
+                        "is not below the ring size " + size);
             }
             if (inBatch[next]) {
                 throw new InvalidInflightRegionException("inflight.desc[" + h + "].next", next,
@@ -127,10 +136,15 @@ final class SplitInflight {
         int n = 0;
         long[] counters = new long[size];
         long highest = -1;
-        for (int i = 0; i < size; i++) {
+        for (int i = 0; i < entries; i++) {
             int flag = Byte.toUnsignedInt(region.get(ValueLayout.JAVA_BYTE, entry(i) + SPLIT_ENTRY_INFLIGHT));
             if (flag > 1) {
                 throw new InvalidInflightRegionException("inflight.desc[" + i + "].inflight", flag, "is neither 0 nor 1");
+            }
+            if (flag == 1 && i >= size) {
+                // The area may be laid out for a larger queue than the ring, but no head of this ring is that high.
+                throw new InvalidInflightRegionException("inflight.desc[" + i + "].inflight", flag,
+                        "marks a head at or above the ring size " + size + " in flight");
             }
             if (flag == 1 && !inBatch[i]) {
                 long c = region.get(U64, entry(i) + SPLIT_ENTRY_COUNTER);
@@ -149,10 +163,13 @@ final class SplitInflight {
         // comment): a crash in between leaves used_idx behind, and the next recovery clears the same batch again.
         for (int i = 0; i < size; i++) {
             if (inBatch[i]) {
-                U8_VH.setRelease(region, entry(i) + SPLIT_ENTRY_INFLIGHT, (byte) 0);
+                InflightRegions.setU8Release(region, entry(i) + SPLIT_ENTRY_INFLIGHT, 0);
             }
         }
-        U16_VH.setRelease(region, (long) SPLIT_USED_IDX, (short) usedIdx);
+        InflightRegions.setU16Release(region, SPLIT_USED_IDX, usedIdx);
+        // store-store: the hot path's stores (a pop's counter, a push's links and last_batch_head) stay after
+        // recovery's, so a death before those leaves a region recovery settles the same way again.
+        VarHandle.storeStoreFence();
         for (int k = 0; k < n; k++) {
             t.resubmitted[heads[k]] = true;
         }
@@ -174,11 +191,11 @@ final class SplitInflight {
      * last_io and resubmitted garbage), so all of it is zeroed; the version goes last, with release, so a crash
      * half-way leaves a region that is still fresh.
      */
-    private void initialise(int usedIdx) {
+    private void initialise(int usedIdx, int entries) {
         region.fill((byte) 0);
-        region.set(U16, SPLIT_DESC_NUM, (short) size);
+        region.set(U16, SPLIT_DESC_NUM, (short) entries);
         region.set(U16, SPLIT_USED_IDX, (short) usedIdx);
-        U16_VH.setRelease(region, (long) SPLIT_VERSION, (short) InflightLayout.VERSION);
+        InflightRegions.setU16Release(region, SPLIT_VERSION, InflightLayout.VERSION);
     }
 
     private static long entry(int head) {
@@ -189,7 +206,7 @@ final class SplitInflight {
     void fetched(int head) {
         long e = entry(head);
         region.set(U64, e + SPLIT_ENTRY_COUNTER, counter++);
-        U8_VH.setRelease(region, e + SPLIT_ENTRY_INFLIGHT, (byte) 1);
+        InflightRegions.setU8Release(region, e + SPLIT_ENTRY_INFLIGHT, 1);
     }
 
     /** Whether {@code head} was resubmitted from the region and is not yet pushed. */
@@ -199,7 +216,7 @@ final class SplitInflight {
 
     /** A head fetched from the avail ring and given back (unpop): no longer the device's. */
     void unfetched(int head) {
-        U8_VH.setRelease(region, entry(head) + SPLIT_ENTRY_INFLIGHT, (byte) 0);
+        InflightRegions.setU8Release(region, entry(head) + SPLIT_ENTRY_INFLIGHT, 0);
     }
 
     /**
@@ -218,13 +235,17 @@ final class SplitInflight {
     /**
      * The batch is published (used.idx stored with release just before): its heads' flags are cleared, then the
      * region's used_idx follows the ring's. Release stores, so neither moves before the used.idx store nor before
-     * the other.
+     * the other; then a store-store fence, so nothing of the next batch moves before them.
      */
     void published(int usedIdx) {
         for (int k = 0; k < batchLength; k++) {
-            U8_VH.setRelease(region, entry(batch[k]) + SPLIT_ENTRY_INFLIGHT, (byte) 0);
+            InflightRegions.setU8Release(region, entry(batch[k]) + SPLIT_ENTRY_INFLIGHT, 0);
         }
         batchLength = 0;
-        U16_VH.setRelease(region, (long) SPLIT_USED_IDX, (short) usedIdx);
+        InflightRegions.setU16Release(region, SPLIT_USED_IDX, usedIdx);
+        // store-store: the next batch's plain stores (last_batch_head, links) must not be emitted before used_idx:
+        // a death in between would leave used_idx one batch behind the ring's used.idx and last_batch_head naming a
+        // head of the next batch, still in flight, which recovery would then clear as published and lose.
+        VarHandle.storeStoreFence();
     }
 }

@@ -3,8 +3,13 @@ package io.virtio4j.core.layout;
 /**
  * Byte layout of vhost-user's inflight area (VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD): the shared memory in which a
  * back-end records the buffers it has taken from a ring and not yet returned, so that a restarted back-end can
- * resubmit them. The back-end allocates the area and is the only one to read it, but the layout is the one DPDK
- * ({@code rte_vhost.h}) and libvhost-user use, so that an area a front-end kept (QEMU) works with any of them.
+ * resubmit them. The back-end allocates the area and is the only one to read it. The byte layout (sizes, offsets)
+ * is the one DPDK ({@code rte_vhost.h}) and libvhost-user use, but the meanings are not all shared, so an area a
+ * front-end kept (QEMU) across a change of back-end works only one way: a split region written by libvhost-user or
+ * DPDK recovers here, while theirs would mishandle ours (a virtio4j batch links several heads from
+ * {@code last_batch_head}, of which they clear only the first); packed field meanings (free_head as the used batch,
+ * old_free_head as the free list, commit by the ring slot's flags) are virtio4j's own, so a packed region
+ * interoperates with no other back-end.
  *
  * <p>One queue region per virtqueue, back to back, each {@link #queueRegionBytes} long (a multiple of
  * {@link #REGION_ALIGN}). Little-endian, C natural alignment. The front-end can write every byte of it: a reader

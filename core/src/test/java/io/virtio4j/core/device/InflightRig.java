@@ -4,6 +4,8 @@ import io.virtio4j.core.RingTestSupport;
 import io.virtio4j.core.RingTestSupport.Pair;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
+import io.virtio4j.core.error.InvalidInflightRegionException;
+import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.RingFormat;
 
@@ -16,10 +18,13 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.zip.CRC32;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -66,6 +71,15 @@ final class InflightRig implements AutoCloseable {
      * @param indirect whether the driver uses indirect tables (from 3 elements on)
      */
     InflightRig(RingFormat format, int queueSize, boolean inOrder, boolean indirect, long seed, int... elements) {
+        this(format, queueSize, queueSize, inOrder, indirect, seed, elements);
+    }
+
+    /**
+     * @param areaQueueSize the queue size the region is laid out for, at least {@code queueSize} (QEMU sizes the
+     *                      area with its queue-size property; the driver may choose a smaller ring)
+     */
+    InflightRig(RingFormat format, int queueSize, int areaQueueSize, boolean inOrder, boolean indirect, long seed,
+                int... elements) {
         this.format = format;
         DriverOptions driverOptions = DriverOptions.defaults().withInOrder(inOrder);
         this.options = DeviceOptions.defaults().withInOrder(inOrder);
@@ -76,7 +90,7 @@ final class InflightRig implements AutoCloseable {
         }
         this.random = new SplittableRandom(seed);
         this.layout = elements.length == 0 ? new int[] {1, 1} : elements;
-        long bytes = InflightLayout.queueRegionBytes(format, queueSize);
+        long bytes = InflightLayout.queueRegionBytes(format, areaQueueSize);
         outer = RingTestSupport.allocate(pair.arena, bytes + 2 * CANARY_BYTES).fill(CANARY);
         region = outer.asSlice(CANARY_BYTES, bytes);
         // Garbage, not zeros, outside the version: a fresh region must not be trusted for anything but its version.
@@ -88,6 +102,9 @@ final class InflightRig implements AutoCloseable {
         device = pair.device;
         published = device.state();
         assertEquals(0, device.restart(published, region), "a fresh region resubmits nothing");
+        assertEquals(areaQueueSize, Short.toUnsignedInt(region.get(ValueLayout.JAVA_SHORT_UNALIGNED,
+                format == RingFormat.SPLIT ? InflightLayout.SPLIT_DESC_NUM : InflightLayout.PACKED_DESC_NUM)),
+                "desc_num is the area's queue size, as DPDK and libvhost-user write it");
     }
 
     /** Adds and kicks {@code n} buffers. */
@@ -228,6 +245,29 @@ final class InflightRig implements AutoCloseable {
         throw new AssertionError("drain did not finish");
     }
 
+    /**
+     * Serves everything available one buffer per publication, the newest popped first (pop order under IN_ORDER):
+     * after a crash with a batch pushed and unpublished, the new back-end's first publication covers other slots
+     * than the dead batch's did, so the driver moves on to slots the dead back-end may have written.
+     */
+    void drainSingly() {
+        boolean inOrder = options.inOrder();
+        for (int pass = 0; pass < 1000; pass++) {
+            while (pop() != null) {
+                // keep popping
+            }
+            if (popped.isEmpty()) {
+                reapAll();
+                return;
+            }
+            while (!popped.isEmpty()) {
+                step("push:" + (inOrder ? 0 : popped.size() - 1));
+                step("publish");
+            }
+        }
+        throw new AssertionError("drainSingly did not finish");
+    }
+
     /** The driver reaps what is published, checking each buffer's bytes and length. */
     void reapAll() {
         Object token;
@@ -255,6 +295,23 @@ final class InflightRig implements AutoCloseable {
             assertEquals(1, reaped.getOrDefault(t, 0), "times buffer " + t + " came back");
         }
         assertNull(pair.driver.pollUsed());
+    }
+
+    /**
+     * A new back-end restarts over the region and refuses it: asserts the queue is broken with the exception,
+     * nothing is popped, and not a byte of the region or around it is written; returns the exception.
+     */
+    InvalidInflightRegionException restartRefused() {
+        byte[] before = region.toArray(ValueLayout.JAVA_BYTE);
+        DeviceQueue q = DeviceQueue.over(pair.areas, pair.guest, options, new RingTestSupport.CountingNotifier());
+        InvalidInflightRegionException e = assertThrows(InvalidInflightRegionException.class,
+                () -> q.restart(stateAfterDisconnect(), region));
+        assertTrue(q.isBroken());
+        assertSame(e, q.violation());
+        assertThrows(QueueBrokenException.class, q::pop, "nothing resubmitted, nothing popped");
+        assertArrayEquals(before, region.toArray(ValueLayout.JAVA_BYTE), "the region is not written");
+        assertTrue(canariesIntact(), "nothing around the region is touched");
+        return e;
     }
 
     /** Whether the bytes either side of the region still hold the canary pattern. */

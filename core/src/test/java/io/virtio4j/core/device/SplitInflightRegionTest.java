@@ -216,6 +216,31 @@ class SplitInflightRegionTest {
         }
     }
 
+    /**
+     * A ring of 8 in an area laid out for queue size 32 (QEMU's queue-size property above the driver's choice):
+     * desc_num must be the area's size, not the ring's, and no head from 8 up may be in flight.
+     */
+    @Test
+    void inAnAreaForALargerQueueDescNumIsTheAreasAndHeadsBeyondTheRingAreRefused() {
+        try (InflightRig rig = new InflightRig(RingFormat.SPLIT, SIZE, 32, false, false, 42, 1, 1)) {
+            rig.run("add:3", "pop", "pop", "pop", "push:1", "publish");
+            assertEquals(2, rig.crash(), "recovered from the larger area");
+            rig.region.set(U16, SPLIT_DESC_NUM, (short) SIZE);
+            InvalidInflightRegionException e = rig.restartRefused();
+            assertEquals("inflight.desc_num", e.field());
+            assertEquals(SIZE, e.value());
+            rig.region.set(U16, SPLIT_DESC_NUM, (short) 32);
+            rig.region.set(ValueLayout.JAVA_BYTE, entry(20) + SPLIT_ENTRY_INFLIGHT, (byte) 1);
+            e = rig.restartRefused();
+            assertEquals("inflight.desc[20].inflight", e.field());
+            assertEquals(1, e.value());
+            rig.region.set(ValueLayout.JAVA_BYTE, entry(20) + SPLIT_ENTRY_INFLIGHT, (byte) 0);
+            assertEquals(2, rig.crash(), "the region as the back-end left it recovers");
+            rig.drain();
+            rig.assertAllBackOnce();
+        }
+    }
+
     // ---- one test per forged field ----
 
     private static void assertRefused(String field, long value, Consumer<Fixture> forge) {
@@ -259,6 +284,12 @@ class SplitInflightRegionTest {
     void usedIdxMoreThanAQueueBehindTheRing() {
         // The ring's used.idx is 2: a region used_idx of 65529 makes a batch of 9, more than the queue.
         assertRefused("inflight.used_idx", 65529, f -> f.region.set(U16, SPLIT_USED_IDX, (short) 65529));
+    }
+
+    @Test
+    void ringUsedIdxThatWentBackBehindTheRegionIsBlamedOnTheRing() {
+        // The ring's used.idx is 2: a region used_idx of 5 means the guest moved used.idx back by 3.
+        assertRefused("used.idx", 2, f -> f.region.set(U16, SPLIT_USED_IDX, (short) 5));
     }
 
     @Test

@@ -22,37 +22,54 @@ public final class FaultingRingStoresChild {
 
     private static final long BYTES = 64 * 1024;
 
-    public static void main(String[] args) throws Throwable {
-        Linker linker = Linker.nativeLinker();
-        MethodHandle memfd = linker.downcallHandle(linker.defaultLookup().find("memfd_create").orElseThrow(),
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-        MethodHandle ftruncate = linker.downcallHandle(linker.defaultLookup().find("ftruncate").orElseThrow(),
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
-        MethodHandle mmap = linker.downcallHandle(linker.defaultLookup().find("mmap").orElseThrow(),
-                FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
-        int fd = (int) memfd.invokeExact(Arena.global().allocateFrom("faulting-rings"), 1 /* MFD_CLOEXEC */);
-        check((int) ftruncate.invokeExact(fd, BYTES), "ftruncate");
-        long address = (long) mmap.invokeExact(MemorySegment.NULL, BYTES, 3 /* RW */, 1 /* MAP_SHARED */, fd, 0L);
-        if (address < 0) {
-            throw new IllegalStateException("mmap failed");
+    /** A memfd of {@code bytes} mapped shared; {@link #truncate} shrinks the file to 0 under the mapping. */
+    private record TruncatableMapping(MemorySegment memory, int fd) {
+        static TruncatableMapping map(long bytes) throws Throwable {
+            int fd = (int) MEMFD.invokeExact(Arena.global().allocateFrom("faulting-stores"), 1 /* MFD_CLOEXEC */);
+            check((int) FTRUNCATE.invokeExact(fd, bytes), "ftruncate");
+            long address = (long) MMAP.invokeExact(MemorySegment.NULL, bytes, 3 /* RW */, 1 /* MAP_SHARED */, fd, 0L);
+            if (address < 0) {
+                throw new IllegalStateException("mmap failed");
+            }
+            return new TruncatableMapping(MemorySegment.ofAddress(address).reinterpret(bytes), fd);
         }
-        MemorySegment mem = MemorySegment.ofAddress(address).reinterpret(BYTES);
+
+        void truncate() throws Throwable {
+            check((int) FTRUNCATE.invokeExact(fd, 0L), "ftruncate to 0");
+        }
+    }
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final MethodHandle MEMFD = LINKER.downcallHandle(LINKER.defaultLookup().find("memfd_create")
+            .orElseThrow(), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle FTRUNCATE = LINKER.downcallHandle(LINKER.defaultLookup().find("ftruncate")
+            .orElseThrow(), FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
+    private static final MethodHandle MMAP = LINKER.downcallHandle(LINKER.defaultLookup().find("mmap").orElseThrow(),
+            FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
+
+    public static void main(String[] args) throws Throwable {
+        TruncatableMapping mapping = TruncatableMapping.map(BYTES);
+        MemorySegment mem = mapping.memory();
         int qsz = 8;
         SplitRingAreas split = SplitRingAreas.carve(mem, qsz);
         PackedRingAreas packed = PackedRingAreas.carve(mem.asSlice(32 * 1024), qsz);
         UsedRing used = new UsedRing(split.usedRing(), qsz);
         AvailRing avail = new AvailRing(split.availRing(), qsz);
-        check((int) ftruncate.invokeExact(fd, 0L), "ftruncate to 0");
+        java.util.Map<String, Runnable> inflight = io.virtio4j.core.device.FaultingInflightStores.prepare(
+                mem.asSlice(48 * 1024, 8 * 1024));
+        mapping.truncate();
         store("used.idx", () -> used.idxRelease(1));
         store("used.flags", () -> used.flagsRelease(1));
         store("avail_event", () -> used.availEventRelease(1));
         store("avail.idx", () -> avail.idxRelease(1));
         store("avail.flags", () -> avail.flagsRelease(1));
         store("packed flags", () -> PackedDescriptors.flagsRelease(packed.descRing(), 0, 0x80));
+        inflight.forEach(FaultingRingStoresChild::store);
         System.out.println("done");
     }
 
-    private static void store(String what, Runnable store) {
+    /** Runs {@code store}, printing "what: " and the InternalError's message it raised, or "no fault". */
+    public static void store(String what, Runnable store) {
         try {
             store.run();
             System.out.println(what + ": no fault");

@@ -124,7 +124,9 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
                 | BlkLayout.bit(BlkLayout.F_BLK_SIZE)
                 | BlkLayout.bit(BlkLayout.F_TOPOLOGY)
                 | BlkLayout.bit(BlkLayout.F_FLUSH)
-                | BlkLayout.bit(BlkLayout.F_CONFIG_WCE);
+                | BlkLayout.bit(BlkLayout.F_CONFIG_WCE)
+                // dirty logging for migration: BlkRequests marks read data, GET_ID answers and status bytes
+                | VirtioFeatures.bit(ProtocolFeatures.VHOST_F_LOG_ALL);
         if (store.readOnly()) {
             f |= BlkLayout.bit(BlkLayout.F_RO);
         } else {

@@ -2,8 +2,11 @@ package io.virtio4j.devices.blk;
 
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.DeviceQueue;
+import io.virtio4j.core.error.DirtyLogOverflowException;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.core.memory.DirtyLog;
+import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.devices.blk.io.BlockIo;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.IoVecs;
@@ -97,6 +100,8 @@ final class BlkRequests {
     private final long[] used;
     private final int[] kind;
     private final long[] bytes;
+    /** How many iovecs of {@link #iov} each slot's operation uses (a read's are marked in the dirty log). */
+    private final int[] pieces;
     private final boolean[] syncAfter;
     private final int[] free;
     private int freeCount;
@@ -107,6 +112,9 @@ final class BlkRequests {
 
     private DeviceQueue queue;
     private long features;
+    /** The attached ring's dirty log and the memory it marks, or null: not logging (one null check per write). */
+    private DirtyLog log;
+    private GuestMemory memory;
     private int pushed;
     /** Bytes taken on in the current pass (see {@link #PASS_BYTES}). */
     private long passBytes;
@@ -155,6 +163,7 @@ final class BlkRequests {
         used = new long[depth];
         kind = new int[depth];
         bytes = new long[depth];
+        pieces = new int[depth];
         syncAfter = new boolean[depth];
         free = new int[depth];
         needSync = new int[depth];
@@ -164,15 +173,38 @@ final class BlkRequests {
         }
     }
 
-    /** Serves {@code q} from now on, with the features its ring was started with. */
-    void attach(DeviceQueue q, long ringFeatures) {
+    /**
+     * Serves {@code q} from now on, with the features its ring was started with, marking what it writes into guest
+     * memory in {@code dirtyLog} (null: not logging), whose pages are those of {@code guestMemory}.
+     */
+    void attach(DeviceQueue q, long ringFeatures, DirtyLog dirtyLog, GuestMemory guestMemory) {
         queue = q;
         features = ringFeatures;
+        log = dirtyLog;
+        memory = guestMemory;
     }
 
     /** Lets the queue go: call {@link #drain()} first. */
     void detach() {
         queue = null;
+        log = null;
+        memory = null;
+    }
+
+    /**
+     * Marks host memory [{@code address}, +{@code len}) of the guest's in the dirty log, after the bytes are there
+     * and before the buffer is pushed used. A log without a bit for it breaks the queue (the front-end sized its log
+     * too small): false, and nothing more goes back on it.
+     */
+    private boolean logged(DeviceQueue q, long address, long len) {
+        try {
+            log.markHost(memory, address, len);
+            return true;
+        } catch (DirtyLogOverflowException e) {
+            LOG.warning("blk queue " + index + " broken: " + e.getMessage());
+            q.fail(e);
+            return false;
+        }
     }
 
     boolean hasFreeSlot() {
@@ -269,6 +301,14 @@ final class BlkRequests {
     }
 
     private void completed(int slot, long result) {
+        if (log != null && kind[slot] == BlkLayout.T_IN) {
+            // The kernel wrote the data into guest memory (part of it, maybe, when the read failed: marked all the
+            // same, the pages are changed): mark it now that it is there, before finish pushes the buffer.
+            DeviceQueue q = queue;
+            if (q != null && !q.isBroken()) {
+                loggedRead(q, slot);
+            }
+        }
         if (result < 0) {
             ioErrors++;
             finish(slot, BlkLayout.S_IOERR);
@@ -304,6 +344,9 @@ final class BlkRequests {
             return;
         }
         region.set(ValueLayout.JAVA_BYTE, offset, (byte) status);
+        if (log != null && !logged(q, region.address() + offset, 1)) {
+            return;
+        }
         q.pushUsed(id, usedLength); // the publication orders the status byte before the used entry
         pushed++;
     }
@@ -358,6 +401,9 @@ final class BlkRequests {
                 } else {
                     getIds++;
                     c.scatter(0, id, 0, BlkLayout.ID_BYTES);
+                    if (log != null && !loggedWritable(q, c, BlkLayout.ID_BYTES)) {
+                        return;
+                    }
                     answer(c.head(), sRegion, sOffset, BlkLayout.S_OK, BlkLayout.ID_BYTES + 1);
                 }
             }
@@ -456,9 +502,32 @@ final class BlkRequests {
         return !VirtioFeatures.has(features, BlkLayout.F_FLUSH);
     }
 
+    /** Marks the iovecs slot {@code slot}'s read filled, each in one region (fillWritable took them from elements). */
+    private void loggedRead(DeviceQueue q, int slot) {
+        IoVecs v = iov[slot];
+        for (int i = 0; i < pieces[slot]; i++) {
+            if (!logged(q, v.base(i), v.length(i))) {
+                return;
+            }
+        }
+    }
+
+    /** Marks the first {@code len} bytes of {@code c}'s writable part (as {@link #logged}). */
+    private boolean loggedWritable(DeviceQueue q, DescriptorChain c, long len) {
+        try {
+            c.markWritten(log, memory, len);
+            return true;
+        } catch (DirtyLogOverflowException e) {
+            LOG.warning("blk queue " + index + " broken: " + e.getMessage());
+            q.fail(e);
+            return false;
+        }
+    }
+
     private void start(DescriptorChain c, MemorySegment sRegion, long sOffset, int type, int op, long offset,
                        long length, long usedLength, int pieces, boolean sync) {
         int slot = free[--freeCount];
+        this.pieces[slot] = pieces;
         head[slot] = c.head();
         statusRegion[slot] = sRegion;
         statusOffset[slot] = sOffset;

@@ -65,7 +65,7 @@ final class BlkWorker implements QueueWorker {
     public void onAttach(QueueContext q) {
         queue = q;
         kick.reset();
-        requests.attach(q.queue(), q.features());
+        requests.attach(q.queue(), q.features(), q.dirtyLog(), q.memory());
     }
 
     @Override

@@ -173,6 +173,9 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
                 | VirtioFeatures.bit(NetFeatures.CTRL_VQ)
                 | VirtioFeatures.bit(VirtioFeatures.RING_PACKED)
                 | VirtioFeatures.bit(VirtioFeatures.IN_ORDER)
+                // dirty logging for migration: RxDelivery marks every frame it copies into the guest's buffers (the
+                // only bytes a net back-end writes there; QEMU serves the control queue itself)
+                | VirtioFeatures.bit(ProtocolFeatures.VHOST_F_LOG_ALL)
                 | (options.pairs() > 1 ? VirtioFeatures.bit(NetFeatures.MQ) : 0);
     }
 

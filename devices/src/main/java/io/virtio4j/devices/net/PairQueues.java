@@ -35,7 +35,8 @@ final class PairQueues {
             if (!q.queue().isBroken()) {
                 q.queue().disableKicks();
             }
-            delivery = new RxDelivery(q.queue(), VirtioFeatures.has(q.features(), NetFeatures.MRG_RXBUF));
+            delivery = new RxDelivery(q.queue(), VirtioFeatures.has(q.features(), NetFeatures.MRG_RXBUF), q.dirtyLog(),
+                    q.memory());
             rxKick.reset();
             return true;
         }

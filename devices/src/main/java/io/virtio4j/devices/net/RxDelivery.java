@@ -3,6 +3,9 @@ package io.virtio4j.devices.net;
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.error.AvailableChainChangedException;
+import io.virtio4j.core.error.DirtyLogOverflowException;
+import io.virtio4j.core.memory.DirtyLog;
+import io.virtio4j.core.memory.GuestMemory;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -46,12 +49,17 @@ final class RxDelivery {
 
     private final DeviceQueue q;
     private final boolean mergeable;
+    /** Where each frame's bytes are marked once in the guest's buffers (migration), or null: not logging. */
+    private final DirtyLog log;
+    private final GuestMemory memory;
     /** Heads taken for the frame being delivered: a frame spans at most the whole ring. */
     private final int[] heads;
 
-    RxDelivery(DeviceQueue q, boolean mergeable) {
+    RxDelivery(DeviceQueue q, boolean mergeable, DirtyLog log, GuestMemory memory) {
         this.q = q;
         this.mergeable = mergeable;
+        this.log = log;
+        this.memory = memory;
         this.heads = new int[mergeable ? q.size() : 1];
     }
 
@@ -85,6 +93,9 @@ final class RxDelivery {
         }
         frame.set(LE_SHORT, NetFeatures.HDR_NUM_BUFFERS, (short) 1);
         c.scatter(0, frame, 0, total);
+        if (log != null) {
+            logged(c, total);
+        }
         q.pushUsed(c.head(), total);
         return DELIVERED;
     }
@@ -128,6 +139,9 @@ final class RxDelivery {
             }
             long n = c.scatter(0, frame, copied, total - copied);
             copied += n;
+            if (log != null) {
+                logged(c, n);
+            }
             q.pushUsed(c.head(), n);
         }
         if (copied != total) {
@@ -135,6 +149,20 @@ final class RxDelivery {
                     + heads[k - 1] + ")", copied, "held " + total + " bytes when the device first read them"));
         }
         return DELIVERED;
+    }
+
+    /**
+     * Marks the {@code n} bytes just copied into {@code c} in the dirty log, before the buffer is pushed. A log
+     * without a bit for them (the front-end sized it too small) breaks the queue: thrown, as a violation the queue
+     * found is, so the worker stops delivering on it.
+     */
+    private void logged(DescriptorChain c, long n) {
+        try {
+            c.markWritten(log, memory, n);
+        } catch (DirtyLogOverflowException e) {
+            q.fail(e);
+            throw e;
+        }
     }
 
     private AvailableChainChangedException changed(AvailableChainChangedException e) {

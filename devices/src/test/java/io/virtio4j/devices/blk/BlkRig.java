@@ -55,6 +55,8 @@ final class BlkRig implements AutoCloseable {
     final BlkRequests requests;
     final BlockIo io;
     private final long dataBase;
+    private final long features;
+    private final GuestMemory guest;
     /** Where the device's guest memory is cut into two regions (the first cut of several), or 0 when it is one. */
     private final long boundary;
     /** The size of each region after the first, when the data area is cut into several. */
@@ -113,7 +115,14 @@ final class BlkRig implements AutoCloseable {
                 false), new ParkingNotifier());
         requests = new BlkRequests(0, arena, io, cache, store.readOnly(), store.size(), store.blockSize(),
                 "test-serial".getBytes(), stats);
-        requests.attach(device, features);
+        requests.attach(device, features, null, guest);
+        this.features = features;
+        this.guest = guest;
+    }
+
+    /** The device marks what it writes into guest memory in {@code log} from now on (null: no longer). */
+    void log(io.virtio4j.core.memory.DirtyLog log) {
+        requests.attach(device, features, log, guest);
     }
 
     /** {@code n} bytes of guest memory, 512-aligned, filled with 0xEE (so untouched bytes show). */

@@ -4,6 +4,7 @@ import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.RingSegment;
 import io.virtio4j.core.layout.SplitRingAreas;
@@ -19,6 +20,7 @@ import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import io.virtio4j.vhost.frontend.VhostUserRequestFailedException;
 import io.virtio4j.vhost.notify.EventFdNotifier;
+import io.virtio4j.vhost.protocol.InflightDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -45,6 +47,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * A front-end that shrinks a mapped memfd under a running device (issue 12): the JVM survives; the queue whose ring
@@ -188,6 +191,71 @@ class GuestMemoryFaultTest {
             assertEquals(BlkLayout.S_OK, read(q1, q1, 96, three.length, back1));
             assertEquals(crc(three), crc(back1));
             assertEquals(0, new Poll(q1.err.fileDescriptor(), Poll.POLLIN).await(0), "the restarted ring reported broken");
+        }
+        c.backend().awaitEnd(); // the connection ends cleanly once the front-end closes
+    }
+
+    /**
+     * The inflight area shrunk under a running device: an area a DPDK or SPDK back-end allocated is not sealed, and a
+     * VM moving from it to virtio4j keeps it, so its front-end can cut it. The area here is such a one (a plain
+     * memfd), for two queues of 1024 (QEMU's queue-size) under rings of 64; it is cut so that region 0 keeps the
+     * entries its ring uses and region 1 is gone. The JVM survives; queue 1 breaks at its first store into the
+     * region (its error eventfd); queue 0 goes on serving, data intact.
+     */
+    @Test
+    void shrinkingAnUnsealedInflightAreaBreaksOnlyTheQueueWhoseRegionIsGone() throws Exception {
+        int areaQueueSize = 1024;
+        long region = InflightLayout.queueRegionBytes(RingFormat.SPLIT, areaQueueSize);
+        long areaBytes = InflightLayout.areaBytes(RingFormat.SPLIT, 2, areaQueueSize);
+        long keep = region / Mmap.pageSize() * Mmap.pageSize(); // every page of region 1 goes
+        assumeTrue(keep >= InflightLayout.queueRegionBytes(RingFormat.SPLIT, QSZ), "pages too large to keep region 0's entries");
+        Path f = dir.resolve("disk.img");
+        try (RandomAccessFile r = new RandomAccessFile(f.toFile(), "rw")) {
+            r.setLength(FILE_BYTES);
+        }
+        store = BlockStore.open(f.toString(), false, 512);
+        BlkDevice device = new BlkDevice(store, BlkDevice.Options.of(2, engine, 16));
+        InProcessBackend.Connected c = InProcessBackend.start(device, "blk-inflight-fault-" + engine);
+        try (FileDescriptor a = Memfd.create("fault-a", MEM); FileDescriptor b = Memfd.create("fault-b", MEM);
+             FileDescriptor area = Memfd.create("dpdk-inflight", areaBytes); // no seals, as DPDK makes it
+             VhostUserFrontend fe = c.frontend();
+             Queue q0 = new Queue(Mmap.mapShared(a, 0, MEM, arena), 0, USER_A);
+             Queue q1 = new Queue(Mmap.mapShared(b, 0, MEM, arena), GPA_B, USER_B)) {
+            long features = VirtioFeatures.bit(VirtioFeatures.VERSION_1) | BlkLayout.bit(BlkLayout.F_FLUSH)
+                    | BlkLayout.bit(BlkLayout.F_MQ) | ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
+            fe.setFeatures(features);
+            fe.setProtocolFeatures(ProtocolFeatures.bit(ProtocolFeatures.REPLY_ACK) | ProtocolFeatures.bit(ProtocolFeatures.MQ)
+                    | ProtocolFeatures.bit(ProtocolFeatures.INFLIGHT_SHMFD));
+            fe.setOwner();
+            fe.setMemTable(List.of(new VhostUserFrontend.Region(0, MEM, USER_A, 0, a),
+                    new VhostUserFrontend.Region(GPA_B, MEM, USER_B, 0, b)));
+            fe.setInflightFd(new VhostUserFrontend.InflightArea(new InflightDescription(areaBytes, 0, 2, areaQueueSize), area));
+            startRing(fe, 0, q0, features);
+            startRing(fe, 1, q1, features);
+
+            byte[] one = random(8192, 5);
+            assertEquals(BlkLayout.S_OK, write(q0, q0, 0, one));
+            assertEquals(BlkLayout.S_OK, write(q1, q1, 64, random(4096, 6)));
+
+            Memfd.truncate(area, keep); // the front-end cuts the area under the back-end's mapping
+
+            // queue 1 takes a request: recording it in its region faults, and breaks the queue only
+            long h = header(q1, BlkLayout.T_OUT, 128);
+            q1.driver.add(new ScatterGather(2).readable(h, 16).writable(q1.gpaBase + q1.alloc(1), 1), new Object());
+            q1.driver.kick();
+            assertTrue(new Poll(q1.err.fileDescriptor(), Poll.POLLIN).await(PATIENCE_NANOS) != 0,
+                    "queue 1's error eventfd was not signalled");
+            assertEquals(0, new Poll(q0.err.fileDescriptor(), Poll.POLLIN).await(0), "queue 0 reported broken");
+
+            // queue 0, its region intact, goes on: a write and a read back, checksummed
+            byte[] two = random(16384, 7);
+            assertEquals(BlkLayout.S_OK, write(q0, q0, 32, two));
+            byte[] back = new byte[two.length];
+            assertEquals(BlkLayout.S_OK, read(q0, q0, 32, two.length, back));
+            assertEquals(crc(two), crc(back));
+            byte[] first = new byte[one.length];
+            assertEquals(BlkLayout.S_OK, read(q0, q0, 0, one.length, first));
+            assertEquals(crc(one), crc(first), "the first write is intact");
         }
         c.backend().awaitEnd(); // the connection ends cleanly once the front-end closes
     }

@@ -99,7 +99,7 @@ class RxDeliveryTest {
 
     @Test
     void theHeaderIsZeroButNumBuffers() {
-        RxDelivery d = new RxDelivery(device, false);
+        RxDelivery d = new RxDelivery(device, false, null, null);
         firstSlot = post(BUF);
         long total = stage(100, 2 /* DATA_VALID: needs GUEST_CSUM, not offered */, 0);
         assertEquals(RxDelivery.DELIVERED, d.deliver(staging, total));
@@ -112,7 +112,7 @@ class RxDeliveryTest {
 
     @Test
     void aFrameAskingForAnOffloadIsDroppedAndTakesNoBuffer() {
-        RxDelivery d = new RxDelivery(device, true);
+        RxDelivery d = new RxDelivery(device, true, null, null);
         post(BUF);
         assertEquals(RxDelivery.DROPPED, d.deliver(staging, stage(100, 1 /* NEEDS_CSUM */, 0)));
         assertNothingTaken(0);
@@ -124,7 +124,7 @@ class RxDeliveryTest {
 
     @Test
     void withoutMergedBuffersATooSmallBufferGoesBackUnused() {
-        RxDelivery d = new RxDelivery(device, false);
+        RxDelivery d = new RxDelivery(device, false, null, null);
         firstSlot = post(64);
         assertEquals(RxDelivery.DROPPED, d.deliver(staging, stage(100, 0, 0)));
         assertNothingTaken(0);
@@ -135,13 +135,13 @@ class RxDeliveryTest {
 
     @Test
     void withoutMergedBuffersAnEmptyRingMeansWait() {
-        RxDelivery d = new RxDelivery(device, false);
+        RxDelivery d = new RxDelivery(device, false, null, null);
         assertEquals(RxDelivery.NO_BUFFERS, d.deliver(staging, stage(100, 0, 0)));
     }
 
     @Test
     void mergedBuffersSpanAsManyBuffersAsNeededAndSaySo() {
-        RxDelivery d = new RxDelivery(device, true);
+        RxDelivery d = new RxDelivery(device, true, null, null);
         firstSlot = post(64);
         post(64);
         post(64);
@@ -154,7 +154,7 @@ class RxDeliveryTest {
 
     @Test
     void mergedBuffersNotYetEnoughMeansWaitWithNothingTaken() {
-        RxDelivery d = new RxDelivery(device, true);
+        RxDelivery d = new RxDelivery(device, true, null, null);
         firstSlot = post(64);
         post(64);
         long total = stage(140, 0, 0);
@@ -168,7 +168,7 @@ class RxDeliveryTest {
 
     @Test
     void mergedBuffersAFrameTheWholeRingCannotHoldIsDroppedAndTheBuffersGoBack() {
-        RxDelivery d = new RxDelivery(device, true);
+        RxDelivery d = new RxDelivery(device, true, null, null);
         firstSlot = post(64);
         for (int i = 1; i < QSZ; i++) {
             post(64);

@@ -75,8 +75,14 @@ final class InflightArea {
     /**
      * Maps the area the front-end gives back (SET_INFLIGHT_FD) from {@code fd}, which it closes on every path. The
      * size must be the one this back-end hands out for those queues in this format, the range must lie inside the
-     * file, and the file must be sealed against shrinking (as the areas of {@link #allocate}, DPDK's and
-     * libvhost-user's are): pages cut off under the mapping would fault at the queue's next store.
+     * file, and its offset must be a page multiple.
+     *
+     * <p>The file need not be sealed: DPDK (and so SPDK) allocate their areas with memfd_create without sealing,
+     * or as an unlinked temporary file, and a VM whose front-end kept such an area must be able to move to this
+     * back-end. A front-end that shrinks the file under the mapping faults (SIGBUS) the queue whose region it cut:
+     * the region's stores are fault-safe in core, the queue's thread breaks that queue
+     * ({@code GuestMemoryFaultException}) and serves on, and a start that faults reading the region is refused
+     * naming it. The areas of {@link #allocate} are sealed all the same.
      */
     static InflightArea map(String request, InflightDescription given, FileDescriptor fd, RingFormat format,
                             int maxQueues, int maxQueueSize) throws VhostUserProtocolException {
@@ -89,23 +95,22 @@ final class InflightArea {
                         + InflightLayout.queueRegionBytes(format, given.queueSize()) + " bytes (queue size "
                         + given.queueSize() + ")");
             }
+            // Checked before mapping, and a page multiple rather than the region alignment: the region's fields are
+            // accessed atomically, so the area must be aligned, and QEMU, DPDK and libvhost-user mmap at the offset
+            // as given, so an area that works with them has it page-aligned anyway.
+            long offset = given.mmapOffset();
+            if (offset < 0 || offset % Mmap.pageSize() != 0) {
+                throw new VhostUserProtocolException(request, "mmap_offset", offset,
+                        "must be a multiple of the page size (" + Mmap.pageSize() + ")");
+            }
             long fileSize;
-            int seals;
             try {
                 fileSize = fd.size();
-                seals = Memfd.seals(fd);
             } catch (LinuxException e) {
-                throw new VhostUserProtocolException(request, "fd", fd.fd(),
-                        "not a sealed memfd (fstat or F_GET_SEALS failed): " + e.getMessage());
+                throw new VhostUserProtocolException(request, "fd", fd.fd(), "fstat failed: " + e.getMessage());
             }
-            if ((seals & Memfd.F_SEAL_SHRINK) == 0) {
-                throw new VhostUserProtocolException(request, "fd", fd.fd(), "is not sealed against shrinking "
-                        + "(F_SEAL_SHRINK; seals 0x" + Integer.toHexString(seals) + "): the area it shrank under "
-                        + "the back-end would fault it");
-            }
-            // unsigned offset; fileSize - bytes cannot overflow: both are non-negative
-            long offset = given.mmapOffset();
-            if (offset < 0 || bytes > fileSize || offset > fileSize - bytes) {
+            // fileSize - bytes cannot overflow: both are non-negative
+            if (bytes > fileSize || offset > fileSize - bytes) {
                 throw new VhostUserProtocolException(request, "mmap_offset", offset, "mmap_offset + mmap_size ("
                         + bytes + ") runs past the end of the fd (" + fileSize + " bytes)");
             }
@@ -156,7 +161,10 @@ final class InflightArea {
         return area.byteSize();
     }
 
-    /** Queue {@code index}'s region: exactly {@link InflightLayout#queueRegionBytes} bytes. */
+    /**
+     * Queue {@code index}'s region: exactly {@link InflightLayout#queueRegionBytes} bytes for the area's queue size,
+     * which a ring of that size or smaller records in (core takes the ring's entries from its start).
+     */
     MemorySegment region(int index) {
         return area.asSlice(index * regionBytes, regionBytes);
     }

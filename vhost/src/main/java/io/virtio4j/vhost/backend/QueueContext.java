@@ -1,6 +1,7 @@
 package io.virtio4j.vhost.backend;
 
 import io.virtio4j.core.device.DeviceQueue;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.os.EventFd;
 
@@ -18,9 +19,17 @@ public final class QueueContext {
     private volatile boolean enabled;
     /** The ring's SET_VRING_ERR eventfd; replaced by the control thread, signalled by the device's threads. */
     private final EventFdSlot err;
+    /** Where the device marks the guest memory it writes, or null: not logging. */
+    private final DirtyLog dirtyLog;
 
     QueueContext(int index, DeviceQueue queue, GuestMemory memory, EventFd kick, boolean enabled, long features,
                  EventFdSlot err) {
+        this(index, queue, memory, kick, enabled, features, err, null);
+    }
+
+    QueueContext(int index, DeviceQueue queue, GuestMemory memory, EventFd kick, boolean enabled, long features,
+                 EventFdSlot err, DirtyLog dirtyLog) {
+        this.dirtyLog = dirtyLog;
         this.index = index;
         this.queue = queue;
         this.memory = memory;
@@ -50,6 +59,16 @@ public final class QueueContext {
      */
     public long features() {
         return features;
+    }
+
+    /**
+     * The dirty log (vhost-user migration: VHOST_F_LOG_ALL negotiated and a log given with SET_LOG_BASE) in which the
+     * device marks every byte it writes into guest memory through this ring's buffers, after the bytes are there
+     * and before the buffer is pushed used ({@link DirtyLog#markHost}); null when not logging. It holds for the
+     * ring's life: logging switched on or off restarts the ring. The queue marks its own ring writes itself.
+     */
+    public DirtyLog dirtyLog() {
+        return dirtyLog;
     }
 
     /** Kick eventfd, or null when the ring is to be polled. */

@@ -4,6 +4,7 @@ import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.vhost.protocol.ConfigPayload;
 import io.virtio4j.vhost.protocol.InflightDescription;
+import io.virtio4j.vhost.protocol.LogDescription;
 import io.virtio4j.vhost.protocol.MemoryTableDescription;
 import io.virtio4j.vhost.protocol.Message;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
@@ -60,7 +61,11 @@ public final class VhostUserSession implements AutoCloseable {
         }
         this.device = device;
         this.offeredFeatures = device.features() | bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
-        this.offeredProtocolFeatures = ProtocolFeatures.SESSION | declared;
+        // Dirty logging is the device's to offer (VHOST_F_LOG_ALL among its features: it marks what it writes into
+        // guest memory); the session then serves the log (LOG_SHMFD: SET_LOG_BASE with an fd), which QEMU requires
+        // with LOG_ALL before it migrates.
+        boolean logs = (device.features() & bit(ProtocolFeatures.VHOST_F_LOG_ALL)) != 0;
+        this.offeredProtocolFeatures = ProtocolFeatures.SESSION | declared | (logs ? bit(ProtocolFeatures.LOG_SHMFD) : 0);
         this.memory = new MemoryMapper(options.maxMemSlots());
         this.vrings = new VringTable(device, options, memory);
     }
@@ -133,6 +138,15 @@ public final class VhostUserSession implements AutoCloseable {
                     return getInflightFd(name, InflightDescription.decode(name, p)).encode();
                 }
                 case SET_INFLIGHT_FD -> setInflightFd(m, InflightDescription.decode(name, p));
+                case SET_LOG_BASE -> {
+                    return setLogBase(m, LogDescription.decode(name, p)).encode();
+                }
+                case SET_LOG_FD -> {
+                    // The eventfd the back-end would signal after each logged write: QEMU's vhost-user never sends
+                    // it (its log is the shared memory of SET_LOG_BASE, which it reads at its own pace), and a
+                    // signal per publication would cost a write(2) on the hot path. Accepted and closed (the
+                    // finally below), so a front-end that sends it goes on.
+                }
                 default -> throw new VhostUserProtocolException(name, "request", m.request(),
                         "not supported by this back-end (its protocol feature is not offered)");
             }
@@ -187,18 +201,22 @@ public final class VhostUserSession implements AutoCloseable {
         }
         return switch (r) {
             case GET_CONFIG -> new byte[0];
-            case GET_INFLIGHT_FD -> inflightFailure(m.payload());
+            case GET_INFLIGHT_FD -> inflightFailure(m);
             default -> null;
         };
     }
 
-    /** {@code u64 mmap_size = 0; u64 mmap_offset = 0; u16 num_queues; u16 queue_size;} and padding, as asked. */
-    private static byte[] inflightFailure(MemorySegment asked) {
-        byte[] reply = new byte[Request.GET_INFLIGHT_FD.maxSize()];
-        if (asked.byteSize() == reply.length) {
-            MemorySegment.copy(asked, 16, MemorySegment.ofArray(reply), 16, 4); // num_queues, queue_size
+    /**
+     * The inflight payload with {@code mmap_size} 0 ("no area", {@link InflightDescription#noArea}), num_queues and
+     * queue_size as asked when the question could be read.
+     */
+    private static byte[] inflightFailure(Message m) {
+        try {
+            InflightDescription asked = InflightDescription.decode(m.name(), m.payload());
+            return InflightDescription.noArea(asked.numQueues(), asked.queueSize()).encode();
+        } catch (VhostUserProtocolException e) {
+            return InflightDescription.noArea(0, 0).encode(); // a question of the wrong size: nothing to echo
         }
-        return reply;
     }
 
     private void require(String request, int feature) throws VhostUserProtocolException {
@@ -225,10 +243,15 @@ public final class VhostUserSession implements AutoCloseable {
             throw new VhostUserProtocolException(request, "features", f,
                     "VIRTIO_F_VERSION_1 is required: this back-end speaks virtio 1.x (little-endian rings) only");
         }
+        boolean logOnly = featuresSet && (f ^ features) == bit(ProtocolFeatures.VHOST_F_LOG_ALL);
         vrings.features(request, f);
         features = f;
         featuresSet = true;
-        device.featuresNegotiated(f & ~bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES));
+        if (!logOnly) {
+            // LOG_ALL alone toggled (a migration's start or end) is the back-end's business: the device's negotiation
+            // has not changed, and telling it again would reset what follows from it (blk's cache mode)
+            device.featuresNegotiated(f & ~bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES));
+        }
         if ((f & bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES)) == 0) {
             vrings.enableAll();
         }
@@ -324,6 +347,23 @@ public final class VhostUserSession implements AutoCloseable {
         }
         vrings.inflight(InflightArea.map(m.name(), given, m.takeFd(0), vrings.format(), device.maxQueues(),
                 device.maxQueueSize()));
+    }
+
+    // ---- dirty logging (LOG_SHMFD): the log is the vring table's, rings log in it while LOG_ALL is negotiated ----
+
+    /**
+     * Maps the front-end's log; rings that log restart over it. The reply is a u64 0 (libvhost-user's and DPDK's; QEMU
+     * checks that a u64 comes and ignores its value). A refused log is answered with no reply (the connection
+     * closes, see {@link #failureReply}): a value QEMU ignores cannot say "failed", and a front-end that believes
+     * the back-end logs would migrate a guest whose pages it does not know are dirty.
+     */
+    private U64 setLogBase(Message m, LogDescription given) throws VhostUserProtocolException {
+        require(m.name(), ProtocolFeatures.LOG_SHMFD);
+        if (m.fdCount() != 1) {
+            throw new VhostUserProtocolException(m.name(), "fds", m.fdCount(), "exactly one descriptor (the log) must come with it");
+        }
+        vrings.log(m.name(), DirtyLogArea.map(m.name(), given, m.takeFd(0)));
+        return new U64(0);
     }
 
     // ---- config, status, reset ----
@@ -433,6 +473,7 @@ public final class VhostUserSession implements AutoCloseable {
                 // a ring that failed to stop still holds its slice: the area is then never unmapped (a leak, not a
                 // store into memory that is someone else's)
                 vrings.inflight(null);
+                vrings.dropLog();
             }
         }
     }

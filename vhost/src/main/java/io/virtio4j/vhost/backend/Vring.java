@@ -13,6 +13,9 @@ final class Vring {
     long descAddr;
     long usedAddr;
     long availAddr;
+    /** SET_VRING_ADDR's flags (VHOST_VRING_F_LOG or 0) and the used ring's guest-physical address for the log. */
+    long addrFlags;
+    long logAddr;
     /** SET_VRING_BASE value: where processing resumes. */
     long base;
     /** Kick eventfd; null with {@link #kickSet} means the front-end asked us to poll (NOFD). */
@@ -29,6 +32,8 @@ final class Vring {
     DeviceQueue queue;
     /** The inflight area the started ring records in (it holds a slice of it), or null: untracked. */
     InflightArea inflight;
+    /** The dirty log the started ring marks in, or null: not logging. */
+    DirtyLogArea logging;
 
     Vring(int index) {
         this.index = index;
@@ -48,6 +53,8 @@ final class Vring {
         err.empty(sink);
         num = 0;
         addrSet = false;
+        addrFlags = 0;
+        logAddr = 0;
         base = 0;
         enabled = false;
         queue = null;

@@ -9,11 +9,13 @@ import io.virtio4j.core.layout.PackedLayout;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.error.DirtyLogOverflowException;
 import io.virtio4j.core.error.GuestMemoryFaultException;
 import io.virtio4j.core.error.InvalidInflightRegionException;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
@@ -47,6 +49,8 @@ final class VringTable implements AutoCloseable {
     private long features;
     /** The inflight area rings started from now on record in (SET_INFLIGHT_FD), or null: rings are untracked. */
     private InflightArea inflight;
+    /** The dirty log (SET_LOG_BASE) rings log in while VHOST_F_LOG_ALL is negotiated, or null. */
+    private DirtyLogArea log;
     /** What stopped rings' call and error numbers refer to ({@link #sink()}), or null before the first. */
     private EventFd sink;
 
@@ -60,15 +64,72 @@ final class VringTable implements AutoCloseable {
         }
     }
 
-    /** New virtio features (SET_FEATURES); refused while a ring runs on different ones. */
+    /**
+     * New virtio features (SET_FEATURES); refused while a ring runs on different ones, but for VHOST_F_LOG_ALL alone,
+     * which a front-end sets and clears on running rings to start and end a migration: every started ring is then
+     * stopped and started again (see {@link #restartStarted}) and logs from its restart on, or no longer.
+     */
     void features(String request, long next) throws VhostUserProtocolException {
+        long logAll = ProtocolFeatures.bit(ProtocolFeatures.VHOST_F_LOG_ALL);
+        boolean logOnly = (next ^ features) == logAll;
         for (Vring v : vrings) {
-            if (v.isStarted() && next != features) {
+            if (v.isStarted() && next != features && !logOnly) {
                 throw new VhostUserProtocolException(request, "features", next,
-                        "ring " + v.index + " is started: features cannot change under it");
+                        "ring " + v.index + " is started: features cannot change under it (VHOST_F_LOG_ALL alone may)");
             }
         }
         features = next;
+        if (logOnly) {
+            restartStarted(request);
+        }
+    }
+
+    /**
+     * The dirty log rings log in while VHOST_F_LOG_ALL is negotiated (SET_LOG_BASE), or null. Started rings restart
+     * over it when they log (see {@link #restartStarted}); the log replaced is unmapped once no ring uses it.
+     */
+    void log(String request, DirtyLogArea next) throws VhostUserProtocolException {
+        DirtyLogArea previous = log;
+        log = next;
+        try {
+            if (logAll()) {
+                restartStarted(request);
+            }
+        } finally {
+            if (previous != null && previous != next) {
+                previous.retired = true;
+                unmapWhenUnused(previous);
+            }
+        }
+    }
+
+    private boolean logAll() {
+        return VirtioFeatures.has(features, ProtocolFeatures.VHOST_F_LOG_ALL);
+    }
+
+    /**
+     * Switches logging on or off under running rings by stopping each started ring and starting it again, rather
+     * than swapping a log into a running queue: the stop is the one the device already knows (GET_VRING_BASE's, a
+     * memory table swap's): its thread completes and publishes what it holds and lets the queue go, and the new
+     * queue resumes where the old one stood, so no buffer is lost or taken twice; the queue and the device read
+     * their log from a final field of what they were handed, so the hot path pays one null check and no volatile
+     * read for a switch that happens twice per migration. Every ring is tried; the first failure is thrown.
+     */
+    private void restartStarted(String request) throws VhostUserProtocolException {
+        VhostUserProtocolException first = null;
+        for (Vring v : vrings) {
+            if (v.isStarted()) {
+                stop(v);
+                try {
+                    maybeStart(v, request);
+                } catch (VhostUserProtocolException e) {
+                    first = first == null ? e : first;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
     }
 
     /** The ring format of the negotiated features. */
@@ -104,6 +165,12 @@ final class VringTable implements AutoCloseable {
         }
     }
 
+    private void unmapWhenUnused(DirtyLogArea area) {
+        if (area.retired && area.users == 0) {
+            device.retire(area::unmap);
+        }
+    }
+
     /** Without protocol features rings are enabled from the start (there is no SET_VRING_ENABLE). */
     void enableAll() {
         for (Vring v : vrings) {
@@ -128,11 +195,30 @@ final class VringTable implements AutoCloseable {
         v.num = (int) s.num();
     }
 
+    /**
+     * The ring's addresses, and whether its used ring is logged (VHOST_VRING_F_LOG) at which guest-physical address.
+     * On a started ring only the last two may change (QEMU sets and clears the flag on running rings around a
+     * migration): the ring then restarts (see {@link #restartStarted}) and logs its used ring from then on, or no
+     * longer.
+     */
     void setAddr(String request, VringAddress a) throws VhostUserProtocolException {
-        Vring v = stoppedRing(request, a.index());
+        Vring v = ring(request, a.index());
+        if (v.isStarted()) {
+            if (a.desc() != v.descAddr || a.used() != v.usedAddr || a.avail() != v.availAddr) {
+                throw new VhostUserProtocolException(request, "index", a.index(), "ring is started: its areas cannot "
+                        + "move under it (only the log flag and address may change); stop it with GET_VRING_BASE first");
+            }
+            v.addrFlags = a.flags();
+            v.logAddr = a.log();
+            stop(v);
+            maybeStart(v, request);
+            return;
+        }
         v.descAddr = a.desc();
         v.usedAddr = a.used();
         v.availAddr = a.avail();
+        v.addrFlags = a.flags();
+        v.logAddr = a.log();
         v.addrSet = true;
     }
 
@@ -299,6 +385,17 @@ final class VringTable implements AutoCloseable {
         }
         features = 0;
         inflight(null);
+        dropLog();
+    }
+
+    /** Forgets the dirty log; it is unmapped once no ring logs in it (the connection's end, a reset). */
+    void dropLog() {
+        DirtyLogArea previous = log;
+        log = null;
+        if (previous != null) {
+            previous.retired = true;
+            unmapWhenUnused(previous);
+        }
     }
 
     /**
@@ -417,7 +514,9 @@ final class VringTable implements AutoCloseable {
         RingAreas areas = ringAreas(table, request, v);
         InflightArea area = inflight;
         MemorySegment region = area != null ? inflightRegion(request, v, area) : null;
+        DirtyLogArea logging = logAll() ? log : null;
         DeviceQueue queue;
+        boolean restarting = false;
         try {
             // Reading the ring (the used index below) can fault if the front-end shrank the file under it.
             queue = DeviceQueue.over(areas, table.guestMemory(),
@@ -425,6 +524,11 @@ final class VringTable implements AutoCloseable {
             // A split base gives the avail index only: the used index is the one the new queue read from the ring.
             QueueState state = areas instanceof PackedRingAreas ? packedState(v.base)
                     : QueueState.split((int) v.base, queue.state().nextUsed());
+            if (logging != null && (v.addrFlags & VringAddress.F_LOG) != 0) {
+                // before the restart: a packed restart over an inflight area writes descriptor flags
+                logUsedRing(request, v, queue, logging, table);
+            }
+            restarting = true;
             if (region == null) {
                 queue.restart(state);
             } else {
@@ -442,13 +546,20 @@ final class VringTable implements AutoCloseable {
             if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
                 throw e;
             }
-            // The ring's pages are gone (the front-end shrank the file under its region): its request fails, the
-            // connection and the other rings go on.
+            // The ring's pages are gone (the front-end shrank the file under its region), or, recovering from the
+            // inflight area, the area's (an unsealed area shrunk): its request fails, the connection and the other
+            // rings go on.
+            if (restarting && region != null) {
+                throw new VhostUserProtocolException(request, "vring[" + v.index + "].inflight", v.index,
+                        "recovering from the ring and its inflight region faulted (SIGBUS: the file under the ring's"
+                                + " memory region or under the inflight area was shrunk): " + e.getMessage());
+            }
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].used_addr", v.usedAddr,
                     "reading the ring faulted (SIGBUS: the file under its memory region was shrunk): " + e.getMessage());
         }
         QueueContext context = new QueueContext(v.index, queue, table.guestMemory(), v.kick, v.enabled,
-                features & ~ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES), v.err);
+                features & ~ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES), v.err,
+                logging != null ? logging.log() : null);
         try {
             device.startQueue(v.index, context);
         } catch (QueueStartRefusedException e) {
@@ -468,12 +579,52 @@ final class VringTable implements AutoCloseable {
             area.users++;
             v.inflight = area;
         }
+        if (logging != null) {
+            logging.users++;
+            v.logging = logging;
+        }
+    }
+
+    /**
+     * Has the queue log its own ring writes, once the log is checked to have a bit for every page of them: an
+     * address the log does not cover is the front-end's error, refused here rather than breaking the queue at its
+     * first publication. Split: the used ring, at the ring's {@code log_guest_addr}. Packed: the device event area
+     * at {@code log_guest_addr} (QEMU gives the device area's address there for a packed ring) and the used
+     * descriptors in the descriptor ring, at the guest-physical address its region maps its virtual address to (the
+     * protocol gives none: QEMU marks the descriptor ring of a packed ring nowhere else, and DPDK logs it at offsets
+     * from {@code log_guest_addr}, which for QEMU's packed rings is the device area; the region's own mapping is
+     * right whatever the front-end meant).
+     */
+    private void logUsedRing(String request, Vring v, DeviceQueue queue, DirtyLogArea logging, MemoryTable table)
+            throws VhostUserProtocolException {
+        DirtyLog log = logging.log();
+        long descGpa = -1;
+        if (queue instanceof PackedDeviceQueue) {
+            long descBytes = PackedLayout.descRingBytes(v.num);
+            descGpa = table.userToGuest(v.descAddr, descBytes);
+            checkLogged(request, v, "desc", descGpa, descBytes, log);
+            checkLogged(request, v, "log", v.logAddr, PackedLayout.EVENT_SIZE, log);
+        } else {
+            checkLogged(request, v, "log", v.logAddr, SplitLayout.usedRingBytes(v.num), log);
+        }
+        queue.logUsed(log, v.logAddr, descGpa);
+    }
+
+    private static void checkLogged(String request, Vring v, String field, long gpa, long bytes, DirtyLog log)
+            throws VhostUserProtocolException {
+        long end = gpa + bytes - 1;
+        long lastPage = Long.compareUnsigned(end, gpa) < 0 ? -1L : end >>> DirtyLog.PAGE_SHIFT;
+        if (Long.compareUnsigned(lastPage, log.pages()) >= 0) {
+            throw new VhostUserProtocolException(request, "vring[" + v.index + "]." + field, field.equals("log") ? gpa
+                    : v.descAddr, "the ring area's " + bytes + " bytes (at guest-physical 0x" + Long.toHexString(gpa)
+                    + ") are not covered by the dirty log of " + log.byteSize() + " bytes (pages [0, " + log.pages() + "))");
+        }
     }
 
     /**
      * Ring {@code v}'s region of the inflight area, once the ring is checked to fit it: QEMU sizes the area for
-     * every queue it starts, so a ring beyond it or of another size or format is the front-end's error, not a ring
-     * to run untracked (its buffers would not survive a restart, silently).
+     * every queue it starts, so a ring beyond it, larger than its queue size or of another format is the
+     * front-end's error, not a ring to run untracked (its buffers would not survive a restart, silently).
      */
     private MemorySegment inflightRegion(String request, Vring v, InflightArea area) throws VhostUserProtocolException {
         if (v.index >= area.numQueues()) {
@@ -484,9 +635,12 @@ final class VringTable implements AutoCloseable {
             throw new VhostUserProtocolException(request, "features", features, "rings are " + format()
                     + " but the inflight area was set up for " + area.format() + " rings");
         }
-        if (v.num != area.queueSize()) {
+        // QEMU asks for the area with its queue-size property, and the guest's driver may choose a smaller ring
+        // (virtio lets it write a smaller QUEUE_SIZE; Linux halves it when it cannot allocate the ring): such a ring
+        // records in the first entries of its region, as in libvhost-user and DPDK. A larger one does not fit.
+        if (v.num > area.queueSize()) {
             throw new VhostUserProtocolException(request, "vring[" + v.index + "].num", v.num,
-                    "the inflight area was set up for queue size " + area.queueSize());
+                    "is larger than the queue size the inflight area was set up for (queue_size " + area.queueSize() + ")");
         }
         return area.region(v.index);
     }
@@ -535,20 +689,54 @@ final class VringTable implements AutoCloseable {
         return s;
     }
 
-    /** Stops the ring if it is started, keeping the available index processing would resume at as its base. */
+    /**
+     * Stops the ring if it is started, keeping the available index processing would resume at as its base, and
+     * gives back its slice of the inflight area (unmapped once retired and unused).
+     *
+     * <p>A device that pushed used entries without publishing them when its queue was taken back: they are
+     * published here, with a notification if the driver asked for one. Their buffers are done (pushUsed says the
+     * data is written), the driver waits for them, and the base is only right once they are counted: a state taken
+     * before would skip them (core refuses to give one). The device's threads no longer touch the queue (stopQueue
+     * returned), so the control thread may. If publishing faults (the front-end shrank the ring's or the area's
+     * file) the queue is broken, and its state is the used position it last published. Either way the ring counts
+     * as stopped and its area slice is released: a ring that stayed started would pin the area for ever.
+     */
     private void stop(Vring v) {
         if (!v.isStarted()) {
             return;
         }
-        device.stopQueue(v.index);
-        QueueState state = v.queue.state();
-        v.base = v.queue instanceof PackedDeviceQueue ? state.toPackedBase() : state.nextAvail();
-        v.started = null;
-        InflightArea area = v.inflight;
-        if (area != null) {
-            v.inflight = null;
-            area.users--;
-            unmapWhenUnused(area);
+        device.stopQueue(v.index); // throws when a worker did not give the queue back: the ring stays started
+        DeviceQueue queue = v.queue;
+        try {
+            if (!queue.isBroken()) {
+                try {
+                    queue.flushUsed(); // nothing to publish or notify for a device that published all it pushed
+                } catch (InternalError e) {
+                    if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
+                        throw e;
+                    }
+                    queue.fail(new GuestMemoryFaultException(v.index, "the control thread stopping it", e));
+                } catch (DirtyLogOverflowException e) {
+                    // the publication is made, its marks could not be: the queue broke itself, the ring stops anyway
+                    LOG.warning("ring " + v.index + " broken stopping it: " + e.getMessage());
+                }
+            }
+            QueueState state = queue.state();
+            v.base = queue instanceof PackedDeviceQueue ? state.toPackedBase() : state.nextAvail();
+        } finally {
+            v.started = null;
+            InflightArea area = v.inflight;
+            if (area != null) {
+                v.inflight = null;
+                area.users--;
+                unmapWhenUnused(area);
+            }
+            DirtyLogArea logging = v.logging;
+            if (logging != null) {
+                v.logging = null;
+                logging.users--;
+                unmapWhenUnused(logging);
+            }
         }
     }
 

@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.logging.Logger;
 
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
 
@@ -41,12 +42,14 @@ import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
  * driven by one thread of the driver's choosing.
  */
 public final class FrontendSession implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(FrontendSession.class.getName());
     /** Device status bits (virtio 1.x 2.1): ACKNOWLEDGE, DRIVER, FEATURES_OK, DRIVER_OK. */
     public static final int STATUS_DRIVER_OK = 0x1 | 0x2 | 0x8 | 0x4;
     /** Protocol features every driver asks for (each only if offered): what this session knows how to use. */
     public static final long PROTOCOL_FEATURES = bit(ProtocolFeatures.MQ) | bit(ProtocolFeatures.CONFIG)
             | bit(ProtocolFeatures.STATUS) | bit(ProtocolFeatures.CONFIGURE_MEM_SLOTS)
-            | bit(ProtocolFeatures.RESET_DEVICE) | bit(ProtocolFeatures.REPLY_ACK);
+            | bit(ProtocolFeatures.RESET_DEVICE) | bit(ProtocolFeatures.REPLY_ACK)
+            | bit(ProtocolFeatures.LOG_SHMFD); // for DirtyLogging
 
     private final Path path;
     private final UnixServerSocket server;
@@ -358,7 +361,9 @@ public final class FrontendSession implements AutoCloseable {
 
     /**
      * With INFLIGHT_SHMFD negotiated: GET_INFLIGHT_FD for every ring the first time (one queue size for all, as QEMU
-     * asks), then SET_INFLIGHT_FD with the area kept, as QEMU's vhost-user-blk does at each start.
+     * asks), then SET_INFLIGHT_FD with the area kept, as QEMU's vhost-user-blk does at each start. A back-end that
+     * has no area to give (mmap_size 0 or no descriptor) leaves the rings untracked, as QEMU does: logged, nothing
+     * set, a reconnection re-offers what was in flight itself ({@link #reconnect}), and the next start asks again.
      *
      * @throws IllegalStateException when the rings differ in size: one area has one queue size (use
      *         {@link #useInflight useInflight(false)})
@@ -376,6 +381,12 @@ public final class FrontendSession implements AutoCloseable {
                 }
             }
             inflight = fe.getInflightFd(rings.size(), size);
+            if (inflight == null) {
+                LOG.warning("the back-end has no inflight area for " + rings.size() + " rings of " + size
+                        + " (GET_INFLIGHT_FD answered mmap_size 0 or no descriptor): the rings run untracked, a"
+                        + " reconnection offers again what was in flight");
+                return;
+            }
         }
         fe.setInflightFd(inflight);
     }

@@ -9,6 +9,7 @@ import io.virtio4j.os.UnixSocket;
 import io.virtio4j.vhost.protocol.ConfigPayload;
 import io.virtio4j.vhost.protocol.Header;
 import io.virtio4j.vhost.protocol.InflightDescription;
+import io.virtio4j.vhost.protocol.LogDescription;
 import io.virtio4j.vhost.protocol.MemoryRegionDescription;
 import io.virtio4j.vhost.protocol.MemoryTableDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
@@ -217,6 +218,18 @@ public final class VhostUserFrontend implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits up to {@code timeoutNanos} for the connection to end while no request is waiting for a reply: true when
+     * the socket became readable, hung up or failed. Between requests a back-end has nothing to say on this socket
+     * (its own requests travel on the back-end channel, which this front-end does not open), so anything there means
+     * it closed the connection or died (kill -9 included: the kernel closes its end), or that it is out of step;
+     * either way the connection is done. For a driver that watches its back-end from its control thread while other
+     * threads drive the rings. Not while a request is under way.
+     */
+    public boolean awaitHangup(long timeoutNanos) {
+        return outOfStep != null || readable.await(timeoutNanos) != 0;
+    }
+
     // ---- requests ----
 
     /**
@@ -340,6 +353,29 @@ public final class VhostUserFrontend implements AutoCloseable {
         request(Request.SET_VRING_ADDR, new VringAddress(index, 0, desc, used, avail, 0).encode());
     }
 
+    /**
+     * Ring addresses as {@link #setVringAddr(int, long, long, long)}, with the used ring logged at guest-physical
+     * {@code logGuestAddr} in the dirty log when {@code log} (VHOST_VRING_F_LOG), or not. On a started ring only
+     * the log flag and address may change.
+     */
+    public void setVringAddr(int index, long desc, long used, long avail, boolean log, long logGuestAddr) {
+        request(Request.SET_VRING_ADDR, new VringAddress(index, log ? VringAddress.F_LOG : 0, desc, used, avail,
+                log ? logGuestAddr : 0).encode());
+    }
+
+    /**
+     * Hands the back-end the dirty log (SET_LOG_BASE, LOG_SHMFD): {@code size} bytes from {@code offset} of
+     * {@code fd}, which stays the caller's. The back-end answers with a u64 (its value carries nothing).
+     */
+    public void setLogBase(FileDescriptor fd, long size, long offset) {
+        request(Request.SET_LOG_BASE, new LogDescription(size, offset).encode(), fd);
+    }
+
+    /** SET_LOG_FD: the eventfd a back-end may signal after logging; stays the caller's. */
+    public void setLogFd(EventFd fd) {
+        request(Request.SET_LOG_FD, new byte[0], fd.fileDescriptor());
+    }
+
     /** Kick eventfd, or null for NOFD (the back-end polls). */
     public void setVringKick(int index, EventFd kick) {
         vringFd(Request.SET_VRING_KICK, index, kick);
@@ -409,16 +445,22 @@ public final class VhostUserFrontend implements AutoCloseable {
      * INFLIGHT_SHMFD): keep it for the life of the device and give it back with {@link #setInflightFd} on every
      * start, to this back-end and to any that replaces it.
      *
-     * @throws VhostUserRequestFailedException when the answer is not an area for those queues with one descriptor
+     * @return the area, or null when the back-end has none to give: it answered {@code mmap_size} 0
+     *         ({@link InflightDescription#isNoArea}, its answer when it cannot allocate one) or sent no descriptor.
+     *         QEMU then carries on without inflight tracking, and so may the caller.
+     * @throws VhostUserRequestFailedException when the answer is an area for other queues than those asked for
      */
     public InflightArea getInflightFd(int numQueues, int queueSize) {
         byte[] asked = InflightDescription.request(numQueues, queueSize).encode();
         FileDescriptor[] fds = new FileDescriptor[1];
         try {
             InflightDescription d = exchange(Request.GET_INFLIGHT_FD, asked, fds).decode(InflightDescription::decode);
-            if (fds[0] == null || d.mmapSize() == 0 || d.numQueues() != numQueues || d.queueSize() != queueSize) {
+            if (d.isNoArea() || fds[0] == null) {
+                return null; // a descriptor that came with a size of 0 is closed below
+            }
+            if (d.numQueues() != numQueues || d.queueSize() != queueSize) {
                 throw new VhostUserRequestFailedException("GET_INFLIGHT_FD for " + numQueues + " queues of " + queueSize
-                        + " answered " + d + (fds[0] == null ? " without a descriptor" : ""));
+                        + " answered " + d);
             }
             InflightArea area = new InflightArea(d, fds[0]);
             fds[0] = null;

@@ -58,6 +58,20 @@ public final class MemoryTable {
         return null;
     }
 
+    /**
+     * The guest-physical address of front-end virtual {@code userAddr}, whose {@code len} bytes one region holds, or
+     * -1 when none does: where a ring area the front-end gave by its virtual address lies for the dirty log.
+     */
+    public long userToGuest(long userAddr, long len) {
+        for (MemoryRegion r : regions) {
+            long off = userAddr - r.userAddr();
+            if (Long.compareUnsigned(off, r.size()) < 0 && len >= 0 && len <= r.size() - off) {
+                return r.guestPhysAddr() + off;
+            }
+        }
+        return -1;
+    }
+
     /** Whether guest-physical [{@code gpa}, +{@code size}) overlaps a region of this table. */
     public boolean overlapsGuest(long gpa, long size) {
         for (MemoryRegion r : regions) {

@@ -28,6 +28,20 @@ public record InflightDescription(long mmapSize, long mmapOffset, int numQueues,
         return new InflightDescription(0, 0, numQueues, queueSize);
     }
 
+    /**
+     * GET_INFLIGHT_FD's answer when the back-end has no area to give: {@code mmap_size} 0 and no fd, the sizes
+     * echoed (libvhost-user's answer when it cannot allocate). QEMU then carries on without inflight tracking, and
+     * so does virtio4j's front-end ({@link #isNoArea}).
+     */
+    public static InflightDescription noArea(int numQueues, int queueSize) {
+        return new InflightDescription(0, 0, numQueues, queueSize);
+    }
+
+    /** Whether this GET_INFLIGHT_FD answer says the back-end has no area ({@code mmap_size} 0). */
+    public boolean isNoArea() {
+        return mmapSize == 0;
+    }
+
     /** @throws VhostUserProtocolException naming {@code size} when the payload is not exactly {@link #SIZE} bytes */
     public static InflightDescription decode(String request, MemorySegment payload) throws VhostUserProtocolException {
         Payloads.requireSize(request, payload, SIZE);

@@ -13,7 +13,7 @@ public enum Request {
     SET_OWNER(3, 0, 0, 0, false),
     RESET_OWNER(4, 0, 0, 0, false),
     SET_MEM_TABLE(5, MemoryTableDescription.HEADER_SIZE, MemoryTableDescription.MAX_SIZE, Fds.PER_REGION, false),
-    SET_LOG_BASE(6, 16, 16, 1, true),
+    SET_LOG_BASE(6, LogDescription.SIZE, LogDescription.SIZE, 1, true),
     SET_LOG_FD(7, 0, 0, 1, false),
     SET_VRING_NUM(8, VringState.SIZE, VringState.SIZE, 0, false),
     SET_VRING_ADDR(9, VringAddress.SIZE, VringAddress.SIZE, 0, false),

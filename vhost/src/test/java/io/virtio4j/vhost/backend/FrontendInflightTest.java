@@ -17,10 +17,12 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -36,13 +38,29 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class FrontendInflightTest {
     private static final long FEATURES = VirtioFeatures.bit(VirtioFeatures.VERSION_1);
 
-    /** Two queues, MQ, RESET_DEVICE (the session's) and, if {@code inflight}, INFLIGHT_SHMFD; records starts. */
+    /**
+     * Two queues, MQ, RESET_DEVICE (the session's) and, if {@code inflight}, INFLIGHT_SHMFD; records starts. The first
+     * {@code noArea} GET_INFLIGHT_FDs find no area to give: the device's queue size is then 32 for them (what the
+     * back-end checks the question against), smaller than the rings', as if it could not make one then.
+     */
     private static final class Device implements VirtioDevice {
         private final boolean inflight;
+        private final AtomicInteger noArea;
         final List<String> calls = new CopyOnWriteArrayList<>();
 
         Device(boolean inflight) {
+            this(inflight, 0);
+        }
+
+        Device(boolean inflight, int noArea) {
             this.inflight = inflight;
+            this.noArea = new AtomicInteger(noArea);
+        }
+
+        /** Asked at each GET_INFLIGHT_FD, SET_INFLIGHT_FD and SET_VRING_NUM; FrontendSession sends GET first. */
+        @Override
+        public int maxQueueSize() {
+            return noArea.getAndUpdate(n -> Math.max(0, n - 1)) > 0 ? 32 : 1024;
         }
 
         @Override
@@ -141,6 +159,46 @@ class FrontendInflightTest {
             s.start();
             assertFalse(s.hasProtocol(ProtocolFeatures.INFLIGHT_SHMFD));
             assertNull(s.inflightArea());
+        }
+    }
+
+    /**
+     * A GET_INFLIGHT_FD the back-end refuses is answered in its own format, {@code mmap_size} 0 and no descriptor
+     * (QEMU's "no area"), not by a closed connection; the raw front-end reads that as no area and the connection
+     * serves on.
+     */
+    @Test
+    void aRefusedGetInflightFdIsAnsweredNoAreaAndTheConnectionGoesOn() {
+        InProcessBackend.Connected c = InProcessBackend.start(new Device(true), "inflight-refused");
+        try (VhostUserFrontend fe = c.frontend()) {
+            fe.setFeatures(FEATURES);
+            fe.setProtocolFeatures(bit(ProtocolFeatures.MQ) | bit(ProtocolFeatures.INFLIGHT_SHMFD));
+            assertNull(fe.getInflightFd(2, 100), "100 is not a split queue size: no area");
+            assertNull(fe.getInflightFd(3, 64), "the device has two queues: no area");
+            assertEquals(FEATURES, fe.getFeatures() & FEATURES, "the connection goes on");
+            try (VhostUserFrontend.InflightArea area = fe.getInflightFd(2, 64)) {
+                assertNotNull(area);
+                assertEquals(2, area.description().numQueues());
+            }
+        }
+    }
+
+    /**
+     * A back-end with no area to give (GET_INFLIGHT_FD answered mmap_size 0): the session starts the rings untracked,
+     * as QEMU does, and asks again at the next start.
+     */
+    @Test
+    void withNoAreaToGiveTheRingsStartUntrackedAndTheNextStartAsksAgain() {
+        Device device = new Device(true, 1);
+        try (FrontendSession s = session(device, true)) {
+            s.start();
+            assertTrue(s.hasProtocol(ProtocolFeatures.INFLIGHT_SHMFD));
+            assertNull(s.inflightArea(), "no area: the rings run untracked");
+            assertEquals(List.of("start 0", "start 1"), device.calls, "the start went on");
+            s.stop();
+            s.start(s.initialBases());
+            assertNotNull(s.inflightArea(), "the next start asked again and got one");
+            assertEquals(List.of("start 0", "start 1", "stop 0", "stop 1", "start 0", "start 1"), device.calls);
         }
     }
 

@@ -1,8 +1,11 @@
 package io.virtio4j.vhost.backend;
 
+import io.virtio4j.core.device.DescriptorChain;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.Memfd;
 import io.virtio4j.os.Mmap;
@@ -54,6 +57,7 @@ class InflightFdTest {
     private static class Device implements VirtioDevice {
         final List<String> calls = new CopyOnWriteArrayList<>();
         final List<Runnable> retired = new CopyOnWriteArrayList<>();
+        final List<QueueContext> started = new CopyOnWriteArrayList<>();
         volatile boolean deferRetire;
 
         @Override
@@ -84,6 +88,7 @@ class InflightFdTest {
         @Override
         public void startQueue(int index, QueueContext queue) {
             calls.add("start " + index);
+            started.add(queue);
         }
 
         @Override
@@ -274,11 +279,36 @@ class InflightFdTest {
         setRefused(new InflightDescription(16_448, 0, 1, size), "queue_size", size, Memfd.createSealed("a", 65_536));
     }
 
-    /** A file a front-end could shrink under the mapping (the back-end would then fault on its next store). */
+    /** The offset is checked before anything is mapped: the region's fields must be aligned, other ends mmap at it. */
+    @ParameterizedTest
+    @ValueSource(longs = {64, 4095, 4097})
+    void setRefusesAnOffsetThatIsNotAPageMultiple(long offset) throws Exception {
+        setRefused(new InflightDescription(16_448, offset, 1, 1024), "mmap_offset", offset, Memfd.createSealed("a", 65_536));
+    }
+
+    /**
+     * An area a DPDK or SPDK back-end allocated (memfd_create without sealing) and the front-end kept: taken, so a
+     * VM can move to this back-end, at a page-multiple offset inside a larger file; a ring then records in it.
+     */
     @Test
-    void setRefusesAnFdNotSealedAgainstShrinking() throws Exception {
-        FileDescriptor plain = Memfd.create("plain", 16_448);
-        setRefused(new InflightDescription(16_448, 0, 1, 1024), "fd", plain.fd(), plain);
+    void setTakesAnUnsealedAreaAtAPageMultipleOffset() throws Exception {
+        Device device = new Device();
+        long offset = Mmap.pageSize();
+        long bytes = InflightLayout.areaBytes(RingFormat.SPLIT, 1, 256);
+        try (VhostUserSession s = negotiated(device, SPLIT); FileDescriptor unsealed = Memfd.create("dpdk", offset + bytes);
+             Arena arena = Arena.ofConfined()) {
+            assertEquals(0, Memfd.seals(unsealed) & Memfd.F_SEAL_SHRINK, "a file the front-end may shrink");
+            assertNull(s.handle(message(Request.SET_INFLIGHT_FD, new InflightDescription(bytes, offset, 1, 256).encode(),
+                    unsealed.duplicate())));
+            memory(s, Memfd.create("guest", MEM));
+            for (Message m : ring(0, 256)) {
+                s.handle(m);
+            }
+            assertEquals(List.of("start 0"), device.calls);
+            MemorySegment seen = Mmap.mapShared(unsealed, offset, bytes, arena);
+            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_VERSION),
+                    "the ring initialised its region at the offset");
+        }
     }
 
     @Test
@@ -290,6 +320,32 @@ class InflightFdTest {
             FileDescriptor given = fd[0];
             assertNull(s.handle(message(Request.SET_INFLIGHT_FD, d.encode(), given)));
             assertFalse(given.isOpen(), "the back-end keeps the mapping, not the fd");
+        }
+    }
+
+    /**
+     * An unsealed area the front-end shrank before the ring starts: the queue's first look at its region faults
+     * (SIGBUS, on the control thread), and the start is refused naming the ring's inflight region; the connection
+     * goes on, and the ring starts once the area is whole again.
+     */
+    @Test
+    void aRingWhoseUnsealedAreaWasShrunkIsRefusedNamingItsRegion() throws Exception {
+        Device device = new Device();
+        long bytes = InflightLayout.areaBytes(RingFormat.SPLIT, 1, 256);
+        try (VhostUserSession s = negotiated(device, SPLIT); FileDescriptor unsealed = Memfd.create("dpdk", bytes)) {
+            s.handle(message(Request.SET_INFLIGHT_FD, new InflightDescription(bytes, 0, 1, 256).encode(),
+                    unsealed.duplicate()));
+            Memfd.truncate(unsealed, 0);
+            memory(s, Memfd.create("guest", MEM));
+            Message[] setup = ring(0, 256);
+            for (int i = 0; i < setup.length - 1; i++) {
+                s.handle(setup[i]);
+            }
+            refused(s, setup[setup.length - 1], "vring[0].inflight", 0);
+            assertFalse(device.calls.contains("start 0"), "the ring is not started");
+            Memfd.truncate(unsealed, bytes);
+            s.handle(message(Request.SET_VRING_ENABLE, new VringState(0, 1).encode()));
+            assertEquals(List.of("start 0"), device.calls);
         }
     }
 
@@ -336,8 +392,39 @@ class InflightFdTest {
     }
 
     @Test
-    void aRingOfAnotherSizeThanTheAreasIsRefused() throws Exception {
-        startRefused(0, 128, 1, 256, SPLIT, "vring[0].num", 128);
+    void aRingLargerThanTheAreasQueueSizeIsRefused() throws Exception {
+        startRefused(0, 512, 1, 256, SPLIT, "vring[0].num", 512);
+    }
+
+    /**
+     * QEMU asks for the area with its queue-size property and the guest may choose smaller rings: such a ring starts
+     * and records in its region, the regions keeping the stride of the area's queue size.
+     */
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void aRingSmallerThanTheAreasQueueSizeRecordsInItsRegion(RingFormat format) throws Exception {
+        FileDescriptor[] fd = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, format == RingFormat.PACKED ? PACKED : SPLIT);
+             Arena arena = Arena.ofConfined()) {
+            InflightDescription d = get(s, 2, 1024, fd);
+            MemorySegment seen = Mmap.mapShared(fd[0], d.mmapSize(), arena);
+            memory(s, Memfd.create("guest", MEM));
+            for (Message m : ring(1, 128)) {
+                s.handle(m);
+            }
+            assertEquals(List.of("start 1"), device.calls);
+            long region = InflightLayout.queueRegionBytes(format, 1024);
+            int version = format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
+            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + version),
+                    "ring 1 initialised region 1, at the area's stride");
+            int descNum = format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
+            assertEquals(1024, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + descNum),
+                    "desc_num is the area's queue size, as DPDK writes it");
+            s.handle(message(Request.GET_VRING_BASE, new VringState(1, 0).encode()));
+        } finally {
+            fd[0].close();
+        }
     }
 
     @Test
@@ -396,6 +483,63 @@ class InflightFdTest {
         } finally {
             first[0].close();
             second[0].close();
+        }
+    }
+
+    /**
+     * A device that pushed a used entry and did not publish it when its queue is taken back (GET_VRING_BASE): the
+     * stop publishes it (the buffer is done, the driver waits for it), the base counts it, the region records the
+     * publication, and the ring gives its slice back, so that an area replaced afterwards goes at once.
+     */
+    @Test
+    void aRingStoppedWithAPushedUnpublishedEntryPublishesItAndGivesItsSliceBack() throws Exception {
+        FileDescriptor[] first = new FileDescriptor[1];
+        FileDescriptor[] second = new FileDescriptor[1];
+        Device device = new Device();
+        try (VhostUserSession s = negotiated(device, SPLIT); FileDescriptor guest = Memfd.create("guest", MEM);
+             Arena arena = Arena.ofConfined()) {
+            InflightDescription d = get(s, 1, 256, first);
+            MemorySegment area = Mmap.mapShared(first[0], d.mmapSize(), arena);
+            MemorySegment mem = Mmap.mapShared(guest, MEM, arena); // guest-physical 0 is offset 0
+            long avail = 0x1000;
+            long used = 0x2000;
+            mem.set(ValueLayout.JAVA_LONG_UNALIGNED, SplitLayout.DESC_ADDR, 0x8000); // one writable buffer of 64
+            mem.set(ValueLayout.JAVA_INT_UNALIGNED, SplitLayout.DESC_LEN, 64);
+            mem.set(ValueLayout.JAVA_SHORT_UNALIGNED, SplitLayout.DESC_FLAGS, (short) SplitLayout.DESC_F_WRITE);
+            mem.set(ValueLayout.JAVA_SHORT_UNALIGNED, avail + SplitLayout.AVAIL_RING, (short) 0);
+            mem.set(ValueLayout.JAVA_SHORT_UNALIGNED, avail + SplitLayout.AVAIL_IDX, (short) 1);
+            memory(s, guest.duplicate());
+            for (Message m : ring(0, 256)) {
+                s.handle(m);
+            }
+            DeviceQueue queue = device.started.getFirst().queue();
+            DescriptorChain chain = queue.pop();
+            assertEquals(0, chain.head());
+            queue.pushUsed(chain.head(), 4); // and never published
+            assertEquals(0, mem.get(ValueLayout.JAVA_SHORT_UNALIGNED, used + SplitLayout.USED_IDX));
+
+            VringState base = VringState.decode("reply", MemorySegment.ofArray(
+                    s.handle(message(Request.GET_VRING_BASE, new VringState(0, 0).encode()))));
+            assertEquals(1, base.num(), "the base is past the buffer");
+            assertEquals(1, mem.get(ValueLayout.JAVA_SHORT_UNALIGNED, used + SplitLayout.USED_IDX), "published");
+            assertEquals(0, mem.get(ValueLayout.JAVA_INT_UNALIGNED, used + SplitLayout.USED_RING + SplitLayout.USED_ELEM_ID));
+            assertEquals(4, mem.get(ValueLayout.JAVA_INT_UNALIGNED, used + SplitLayout.USED_RING + SplitLayout.USED_ELEM_LEN));
+            assertEquals(1, area.get(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_USED_IDX),
+                    "the region records the publication");
+            assertEquals(0, area.get(ValueLayout.JAVA_BYTE, InflightLayout.SPLIT_HEADER_SIZE + InflightLayout.SPLIT_ENTRY_INFLIGHT),
+                    "the buffer is no longer in flight");
+
+            device.deferRetire = true;
+            get(s, 1, 256, second);
+            assertEquals(1, device.retired.size(), "the first area went at once: no ring holds it any more");
+            device.retired.forEach(Runnable::run);
+            device.retired.clear();
+            device.deferRetire = false;
+        } finally {
+            first[0].close();
+            if (second[0] != null) {
+                second[0].close();
+            }
         }
     }
 

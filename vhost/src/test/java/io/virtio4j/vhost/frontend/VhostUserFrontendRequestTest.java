@@ -1,9 +1,11 @@
 package io.virtio4j.vhost.frontend;
 
 import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.Memfd;
 import io.virtio4j.os.UnixSocket;
 import io.virtio4j.testkit.NoFdLeaks;
 import io.virtio4j.vhost.protocol.Header;
+import io.virtio4j.vhost.protocol.InflightDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import io.virtio4j.vhost.protocol.Request;
 import io.virtio4j.vhost.protocol.U64;
@@ -15,6 +17,8 @@ import java.lang.foreign.MemorySegment;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * Which requests wait for a reply and which ask for a REPLY_ACK comes from {@link Request#hasReply()}, the one
@@ -44,6 +48,36 @@ class VhostUserFrontendRequestTest {
             assertSent(backEnd, buf, Request.SET_FEATURES, ProtocolFeatures.VERSION | ProtocolFeatures.FLAG_NEED_REPLY);
             assertSent(backEnd, buf, Request.GET_VRING_BASE, ProtocolFeatures.VERSION);
         }
+    }
+
+    /**
+     * GET_INFLIGHT_FD answered {@code mmap_size} 0 (a descriptor sent along is closed) or without a descriptor: no
+     * area, as QEMU reads it, not a failure; an area for other queues than asked is one.
+     */
+    @Test
+    void anInflightAnswerOfSizeZeroOrWithoutADescriptorIsNoArea() {
+        UnixSocket[] pair = UnixSocket.pair();
+        try (VhostUserFrontend fe = VhostUserFrontend.over(pair[0]); UnixSocket backEnd = pair[1];
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(Header.SIZE + InflightDescription.SIZE, 8);
+            try (FileDescriptor sent = Memfd.create("inflight", 4096)) {
+                answer(backEnd, buf, InflightDescription.noArea(1, 64), sent);
+            }
+            assertNull(fe.getInflightFd(1, 64));
+            answer(backEnd, buf, new InflightDescription(4096, 0, 1, 64));
+            assertNull(fe.getInflightFd(1, 64));
+            try (FileDescriptor sent = Memfd.create("inflight", 4096)) {
+                answer(backEnd, buf, new InflightDescription(4096, 0, 2, 64), sent);
+            }
+            assertThrows(VhostUserRequestFailedException.class, () -> fe.getInflightFd(1, 64));
+        }
+    }
+
+    /** Queues a GET_INFLIGHT_FD reply with {@code fds}. */
+    private static void answer(UnixSocket backEnd, MemorySegment buf, InflightDescription d, FileDescriptor... fds) {
+        new Header(Request.GET_INFLIGHT_FD.code(), REPLY, InflightDescription.SIZE).writeTo(buf);
+        MemorySegment.copy(MemorySegment.ofArray(d.encode()), 0, buf, Header.SIZE, InflightDescription.SIZE);
+        backEnd.sendmsg(buf, Header.SIZE + InflightDescription.SIZE, fds);
     }
 
     /** Queues an 8-byte reply to {@code r} (a u64, or a vring state of index 0 when {@code value} fits its num). */

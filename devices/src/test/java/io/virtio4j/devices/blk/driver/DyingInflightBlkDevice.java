@@ -2,6 +2,7 @@ package io.virtio4j.devices.blk.driver;
 
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.DeviceQueue;
+import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.devices.blk.BlkConfig;
 import io.virtio4j.devices.blk.BlkLayout;
@@ -51,7 +52,9 @@ final class DyingInflightBlkDevice implements VirtioDevice {
     @Override
     public long features() {
         return VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.RING_PACKED)
-                | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX) | VirtioFeatures.bit(VirtioFeatures.INDIRECT_DESC);
+                | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX) | VirtioFeatures.bit(VirtioFeatures.INDIRECT_DESC)
+                // offered (the session then offers LOG_SHMFD, as BlkDevice's does) but never negotiated here
+                | VirtioFeatures.bit(ProtocolFeatures.VHOST_F_LOG_ALL);
     }
 
     @Override
@@ -84,6 +87,15 @@ final class DyingInflightBlkDevice implements VirtioDevice {
     public synchronized void reset() {
         runner.close();
         resets++;
+    }
+
+    /** The queue's cause of breakage: its back-end died. */
+    private static final class Died extends RingViolationException {
+        private static final long serialVersionUID = 1L;
+
+        Died() {
+            super("queue", 0, "the back-end died with used entries pushed and not published");
+        }
     }
 
     private final class Worker implements QueueWorker {
@@ -126,7 +138,11 @@ final class DyingInflightBlkDevice implements VirtioDevice {
                 dq.publishUsed();
                 dq.pushUsed(heads[5], written[5]);
                 dq.pushUsed(heads[2], written[2]);
-                dead = true; // and never published
+                // and never published: a dead process publishes nothing more. Broken, as the runner breaks the queue
+                // of a worker that died, so that the session's stop at the connection's end leaves them unpublished
+                // too (it publishes what a live device left pushed).
+                dq.fail(new Died());
+                dead = true;
             }
             return n;
         }
