@@ -25,6 +25,7 @@ public final class Errno {
     public static final int EEXIST = 17;
     public static final int ENODEV = 19;
     public static final int EINVAL = 22;
+    public static final int ENFILE = 23;
     public static final int EMFILE = 24;
     public static final int ENOSPC = 28;
     public static final int ENOTTY = 25;
@@ -34,7 +35,9 @@ public final class Errno {
     public static final int EMSGSIZE = 90;
     public static final int ENOTSOCK = 88;
     public static final int EADDRINUSE = 98;
+    public static final int ECONNABORTED = 103;
     public static final int ECONNRESET = 104;
+    public static final int ENOBUFS = 105;
     public static final int ENOTCONN = 107;
     public static final int ECONNREFUSED = 111;
     public static final int EOPNOTSUPP = 95;
@@ -57,7 +60,10 @@ public final class Errno {
         NAMES[EEXIST] = "EEXIST";
         NAMES[ENODEV] = "ENODEV";
         NAMES[EINVAL] = "EINVAL";
+        NAMES[ENFILE] = "ENFILE";
         NAMES[EMFILE] = "EMFILE";
+        NAMES[ECONNABORTED] = "ECONNABORTED";
+        NAMES[ENOBUFS] = "ENOBUFS";
         NAMES[ENOSPC] = "ENOSPC";
         NAMES[ENOTTY] = "ENOTTY";
         NAMES[EPIPE] = "EPIPE";

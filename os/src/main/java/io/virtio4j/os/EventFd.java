@@ -117,6 +117,19 @@ public final class EventFd implements AutoCloseable {
         }
     }
 
+    /**
+     * Adds {@code value} to the counter unless that would pass 2^64-2 on a non-blocking eventfd (EAGAIN): then
+     * nothing is added and this returns false. For a notification, that is as good as done: the counter is not
+     * zero, so a reader is woken all the same (and a peer that filled it on purpose is not notified any less).
+     *
+     * @throws LinuxException on any other failure
+     */
+    public boolean tryWrite(long value) {
+        Native.threadWord().set(JAVA_LONG, 0, value);
+        // Again on failure, to learn why (or succeed after EINTR); EAGAIN is an answer, not an error.
+        return writeUncaptured() == COUNTER_BYTES || Native.call(writeName, writeCall, Errno.EAGAIN) >= 0;
+    }
+
     /** Waits until the counter is non-zero, then takes it (or 1 of it in semaphore mode) and returns that. */
     public long read() {
         if (!nonBlocking) {

@@ -11,6 +11,8 @@ import static io.virtio4j.os.EventFd.EFD_CLOEXEC;
 import static io.virtio4j.os.EventFd.EFD_NONBLOCK;
 import static io.virtio4j.os.EventFd.EFD_SEMAPHORE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 @ExtendWith(NoFdLeaks.class)
@@ -23,6 +25,20 @@ class EventFdTest {
             e.write(4);
             assertEquals(7, e.read());
             assertEquals(0, e.tryRead());
+        }
+    }
+
+    /** A counter at its largest (2^64-2) takes no more: tryWrite says so instead of throwing, and adds nothing. */
+    @Test
+    void tryWriteOnASaturatedCounterReturnsFalseAndLeavesIt() {
+        long full = 0xFFFF_FFFF_FFFF_FFFEL;
+        try (EventFd e = EventFd.create(EFD_NONBLOCK | EFD_CLOEXEC)) {
+            assertTrue(e.tryWrite(full - 1));
+            assertTrue(e.tryWrite(1), "up to the largest value");
+            assertFalse(e.tryWrite(1), "one more would pass it");
+            assertEquals(full, e.tryRead());
+            assertTrue(e.tryWrite(1));
+            assertEquals(1, e.tryRead());
         }
     }
 

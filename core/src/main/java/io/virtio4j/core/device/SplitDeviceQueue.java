@@ -423,9 +423,12 @@ public final class SplitDeviceQueue implements DeviceQueue {
                     throw breakWith(new InvalidIndirectTableException(field(false, idx, "len"), len,
                             "indirect table length must be a non-zero multiple of " + DESC_SIZE));
                 }
-                if (len / DESC_SIZE + chain.count() > size) {
+                // Descriptors, not elements: chain.count() also counts the pieces of a direct descriptor split at
+                // a region boundary. The direct prefix is what this table visited before this descriptor.
+                int direct = visited - 1;
+                if (len / DESC_SIZE + direct > size) {
                     throw breakWith(new ChainTooLongException(field(false, idx, "len"), len,
-                            "indirect table of " + len / DESC_SIZE + " descriptors after " + chain.count()
+                            "indirect table of " + len / DESC_SIZE + " descriptors after " + direct
                                     + " direct ones exceeds the queue size " + size));
                 }
                 int r = translate(addr, len, false, idx);

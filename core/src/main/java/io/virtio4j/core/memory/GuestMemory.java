@@ -19,11 +19,27 @@ public final class GuestMemory {
     private final long[] start;
     private final long[] size;
     private final MemorySegment[] segment;
+    /**
+     * The region indexes in ascending (unsigned) order of their start: {@link #find} searches it in O(log n), as a
+     * front-end's table may have hundreds of regions (509 slots) and every descriptor is translated. Indexes stay
+     * those of the regions' insertion order.
+     */
+    private final int[] byStart;
 
     private GuestMemory(long[] start, long[] size, MemorySegment[] segment) {
         this.start = start;
         this.size = size;
         this.segment = segment;
+        this.byStart = new int[start.length];
+        // Insertion sort (at most a few hundred regions, once per memory table), unsigned: guest addresses are.
+        for (int i = 0; i < start.length; i++) {
+            int j = i;
+            while (j > 0 && Long.compareUnsigned(start[byStart[j - 1]], start[i]) > 0) {
+                byStart[j] = byStart[j - 1];
+                j--;
+            }
+            byStart[j] = i;
+        }
     }
 
     /** One region: guest address {@code guestBase} maps to offset 0 of {@code seg}. */
@@ -60,14 +76,31 @@ public final class GuestMemory {
         if (len < 0) {
             return -1;
         }
-        for (int i = 0; i < start.length; i++) {
-            long off = addr - start[i];
-            // unsigned: off wraps to a huge value when addr is below the region's start
-            if (Long.compareUnsigned(off, size[i]) <= 0 && len <= size[i] - off) {
-                return i;
+        if (byStart.length == 1) { // the in-process case: one check, as cheap as ever
+            return holds(0, addr, len) ? 0 : -1;
+        }
+        // The region with the greatest start not above addr is the only one that can hold it: regions do not
+        // overlap. (A zero-length range at the end of one region and the start of the next gets the next.)
+        int lo = 0;
+        int hi = byStart.length - 1;
+        int found = -1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (Long.compareUnsigned(start[byStart[mid]], addr) <= 0) {
+                found = byStart[mid];
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
             }
         }
-        return -1;
+        return found >= 0 && holds(found, addr, len) ? found : -1;
+    }
+
+    /** Whether region {@code i} holds all of [{@code addr}, {@code addr + len}), {@code len >= 0}. */
+    private boolean holds(int i, long addr, long len) {
+        long off = addr - start[i];
+        // unsigned: off wraps to a huge value when addr is below the region's start
+        return Long.compareUnsigned(off, size[i]) <= 0 && len <= size[i] - off;
     }
 
     /**

@@ -15,6 +15,7 @@ import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.memory.GuestMemory;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -225,6 +226,29 @@ class RegionSpanningTest {
         assertEquals(PIECE - 1, c.offset(1));
         assertSame(pieces[1], c.region(2));
         assertEquals(0, c.offset(2));
+    }
+
+    /**
+     * The indirect table's bound (no more descriptors than the queue size, direct ones included) counts descriptors,
+     * not the pieces they were split into: a direct header across a boundary (two pieces) before a table of
+     * QSZ - 1 descriptors is a chain of QSZ descriptors, and legal (split only: a packed chain has no direct prefix
+     * before an indirect descriptor in what the bound counts).
+     */
+    @Test
+    void aSplitDirectPrefixAcrossABoundaryDoesNotShrinkTheIndirectTablesBound() {
+        open(RingFormat.SPLIT, 1);
+        int entries = QSZ - 1;
+        for (int i = 0; i < entries; i++) {
+            boolean last = i == entries - 1;
+            indirect(TABLES, i, 0x2000 + 16L * i, 16, last, last);
+        }
+        offer(new long[][] {r(LOW - 8, 16), table(TABLES, 16L * entries)});
+        DescriptorChain c = device.pop();
+        assertEquals(2 + entries, c.count(), "the header's two pieces and the table's entries");
+        assertEquals(16 + 16L * (entries - 1), c.readableBytes());
+        assertEquals(16, c.writableBytes());
+        device.pushUsed(c.head(), 16);
+        device.flushUsed();
     }
 
     /** The table itself is read in place (zero copy): it must lie in one region, split or not (a documented limit). */

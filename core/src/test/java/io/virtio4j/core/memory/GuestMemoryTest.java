@@ -9,6 +9,10 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
 
 import static io.virtio4j.core.RingTestSupport.allocate;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -152,5 +156,69 @@ class GuestMemoryTest {
             assertEquals(i, many.find(0x10_0000L * i + 0xFF, 1));
             assertEquals(-1, many.find(0x10_0000L * i + 0x100, 1));
         }
+    }
+
+    /**
+     * A full table (509 regions, as GET_MAX_MEM_SLOTS allows) given in shuffled order, with gaps and adjacent
+     * neighbours, half of it above 2^63 (guest addresses compare unsigned): every lookup answers what the definition
+     * says (the one region holding the whole range, by its insertion index, or -1), checked against a scan of all
+     * regions for random ranges around every region's edges.
+     */
+    @Test
+    void findInAFullShuffledTableMatchesTheDefinition() {
+        int n = 509;
+        long[] starts = new long[n];
+        long[] sizes = new long[n];
+        Random rnd = new Random(42);
+        long at = 0x1000;
+        for (int i = 0; i < n; i++) {
+            if (i == n / 2) {
+                at = 0x8000_0000_0000_0000L; // the upper half of the address space
+            }
+            at += rnd.nextBoolean() ? 0 : 0x1000L * (1 + rnd.nextInt(4)); // adjacent or after a gap
+            sizes[i] = 0x100L * (1 + rnd.nextInt(16));
+            starts[i] = at;
+            at += sizes[i];
+        }
+        List<Integer> order = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            order.add(i);
+        }
+        Collections.shuffle(order, rnd);
+        GuestMemory.Builder b = GuestMemory.builder();
+        long[] insStart = new long[n];
+        long[] insSize = new long[n];
+        for (int k = 0; k < n; k++) {
+            int i = order.get(k);
+            insStart[k] = starts[i];
+            insSize[k] = sizes[i];
+            b.region(starts[i], allocate(arena, sizes[i]));
+        }
+        GuestMemory table = b.build();
+        for (int k = 0; k < n; k++) {
+            for (int q = 0; q < 8; q++) {
+                long addr = insStart[k] + rnd.nextInt((int) insSize[k] + 64) - 32;
+                long len = rnd.nextInt(4) == 0 ? 0 : 1 + rnd.nextInt((int) insSize[k] + 32);
+                assertEquals(holder(insStart, insSize, addr, len), table.find(addr, len),
+                        "[0x" + Long.toHexString(addr) + ", +" + len + ")");
+            }
+            assertEquals(k, table.find(insStart[k], insSize[k]), "the whole region");
+            assertEquals(-1, table.find(insStart[k], insSize[k] + 1), "one byte more is in no one region");
+        }
+        assertEquals(-1, table.find(0, 1));
+        assertEquals(-1, table.find(-1L, 1));
+    }
+
+    /** The definition: the region holding all of [addr, addr + len); for len 0 at a shared edge, the later one. */
+    private static int holder(long[] start, long[] size, long addr, long len) {
+        int found = -1;
+        for (int i = 0; i < start.length; i++) {
+            long off = addr - start[i];
+            if (Long.compareUnsigned(off, size[i]) <= 0 && len <= size[i] - off
+                    && (found < 0 || Long.compareUnsigned(start[i], start[found]) > 0)) {
+                found = i;
+            }
+        }
+        return found;
     }
 }

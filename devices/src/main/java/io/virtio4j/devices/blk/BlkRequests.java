@@ -62,8 +62,14 @@ final class BlkRequests {
     private static final Logger LOG = Logger.getLogger(BlkRequests.class.getName());
     private static final ValueLayout.OfInt LE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    /** Most data pieces of one request: {@code seg_max} offered plus the two a header and a status may split off. */
-    static final int MAX_SEGMENTS = BlkDevice.SEG_MAX + 2;
+    /**
+     * Most data pieces of one request: each of the {@code seg_max} data segments a driver may use can cross a
+     * boundary between adjacent regions of the front-end's memory table (DIMMs, virtio-mem, NUMA backends), and
+     * reaches us as one element per region, so twice that; plus the two a header and a status may split off. A
+     * segment is at most SIZE_MAX (1 MiB) and regions are larger than that in practice, so two pieces each is
+     * what a driver can legally cause; a chain split finer than this is answered IOERR. 16 bytes an iovec.
+     */
+    static final int MAX_SEGMENTS = 2 * BlkDevice.SEG_MAX + 2;
     private static final int T_FLUSH_OUT = 5;
     private static final long DRAIN_POLL_NANOS = 100_000_000L;
     /**

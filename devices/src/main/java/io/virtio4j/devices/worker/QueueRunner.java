@@ -56,8 +56,10 @@ import java.util.logging.Logger;
  * comes back, it sees the poison before it sleeps again, breaks them ({@link QueueAbandonedException}: a queue
  * object only, no fd, no guest memory) and ends, reading no kick eventfd and signalling nothing. Ownership then:
  * the runner's own fds (epoll set, mailbox eventfd) stay open as long as the thread may run ({@link #close()}
- * leaves them to it); the queues' kick, call and error eventfds stay the connection's, which closes them when it
- * ends. The guest mappings are not unmapped under it: a worker stuck inside a device call may still touch a ring,
+ * leaves them to it); the queues' kick, call and error eventfds stay the connection's: it closes the kicks when it
+ * ends, and parks the call and error numbers on a sink eventfd, closed through the device's retire path like the
+ * memory (a late signal of the stuck worker must not reach a reused number). The guest mappings are not unmapped
+ * under it: a worker stuck inside a device call may still touch a ring,
  * or have the kernel read and write guest memory, so the device keeps a closed runner whose thread has not ended
  * ({@link LingeringRunners}) and the connection's memory is unmapped only once {@link #ended()} (leaked if never).
  */
@@ -116,7 +118,7 @@ public final class QueueRunner implements AutoCloseable {
         this.cpu = cpu;
         this.worker = worker;
         this.hybridSpinNanos = hybridSpinNanos;
-        this.mailbox = new WorkerMailbox(name, timeoutMillis);
+        this.mailbox = new WorkerMailbox(name, timeoutMillis, this::breakOnFault);
         this.epoll = Epoll.create(16);
         try {
             epoll.add(mailbox.wakeFd().fileDescriptor(), Epoll.EPOLLIN, WAKE);
@@ -159,7 +161,7 @@ public final class QueueRunner implements AutoCloseable {
         }
         if (mailbox.death() != null || mailbox.poisoned()) {
             handedOver[q.index()] = q;
-            abandonFromControl(q, lostWorker());
+            abandonFromControl(q, lostWorker(mailbox.unanswered()));
             return;
         }
         if (q.kick() != null) {
@@ -170,24 +172,18 @@ public final class QueueRunner implements AutoCloseable {
         NotificationMode effective = q.kick() == null ? NotificationMode.POLL : mode;
         try {
             mailbox.runOnWorker(() -> {
-                queues[q.index()] = q;
-                modes[q.index()] = effective;
-                breakReported[q.index()] = false;
-                attachedIndexes[attached] = q.index();
-                attached++;
-                idle = idlePolicy();
-                try {
-                    worker.onAttach(q);
-                } catch (InternalError e) {
-                    breakOnFault(e); // its memory faulted already: attached, and broken like any queue of a fault
-                }
+                // The bookkeeping first: a guest memory fault in onAttach (its memory faulted already) may surface
+                // as late as after it returned, and the mailbox then breaks the thread's queues, q with them, and
+                // answers the request as done (see WorkerMailbox).
+                track(q, effective);
+                worker.onAttach(q);
             });
             handedOver[q.index()] = q;
         } catch (WorkerDeadException e) {
             // Either the worker broke q while dying (it had it) or it never saw it: after the join, q is ours.
             handedOver[q.index()] = q;
             awaitEnd();
-            abandonFromControl(q, lostWorker());
+            abandonFromControl(q, lostWorker(e));
         } catch (WorkerUnresponsiveException e) {
             // The worker may have set q up (it took the request) or not (withdrawn): q is lost either way, and so
             // is every queue it holds. q is not handed over: the front-end may restart the ring, and that start is
@@ -219,16 +215,6 @@ public final class QueueRunner implements AutoCloseable {
                 mailbox.runOnWorker(() -> {
                     if (queues[q.index()] == q) {
                         detachFromWorker(q);
-                        queues[q.index()] = null;
-                        modes[q.index()] = null;
-                        for (int i = 0; i < attached; i++) {
-                            if (attachedIndexes[i] == q.index()) {
-                                attachedIndexes[i] = attachedIndexes[attached - 1];
-                                break;
-                            }
-                        }
-                        attached--;
-                        idle = idlePolicy();
                     }
                 });
             }
@@ -343,6 +329,7 @@ public final class QueueRunner implements AutoCloseable {
             if (q != null) {
                 queues[i] = null;
                 q.queue().fail(new QueueAbandonedException(q.index(), name, cause));
+                breakReported[i] = true; // once: no pass follows, but keep the one rule
                 if (signal) {
                     signalError(q);
                 }
@@ -413,16 +400,55 @@ public final class QueueRunner implements AutoCloseable {
     }
 
     /**
-     * Worker thread: the worker lets go of {@code q}. A guest memory fault on the way (answering what finished writes
-     * guest memory) breaks the thread's queues, and the worker is asked again: with its queue broken it touches no
-     * guest memory, and it still waits for what is in flight, which must be over before the memory may be unmapped.
+     * Worker thread: {@code q} is attached from now on, in {@code mode}. Keeps {@link #attachedIndexes} holding
+     * exactly the indexes whose {@link #queues} entry is set, each once, whatever came before.
+     */
+    private void track(QueueContext q, NotificationMode mode) {
+        int index = q.index();
+        if (queues[index] == null) {
+            attachedIndexes[attached++] = index;
+        }
+        queues[index] = q;
+        modes[index] = mode;
+        breakReported[index] = false;
+        idle = idlePolicy();
+    }
+
+    /** Worker thread: {@code q} is no longer attached (the inverse of {@link #track}). */
+    private void untrack(QueueContext q) {
+        int index = q.index();
+        if (queues[index] != q) {
+            return;
+        }
+        for (int i = 0; i < attached; i++) {
+            if (attachedIndexes[i] == index) {
+                attachedIndexes[i] = attachedIndexes[--attached];
+                break;
+            }
+        }
+        queues[index] = null;
+        modes[index] = null;
+        idle = idlePolicy();
+    }
+
+    /**
+     * Worker thread: the worker lets go of {@code q}. The bookkeeping comes first, so a guest memory fault that
+     * surfaces late (after onDetach returned: the mailbox handles it) leaves nothing half done. A fault inside
+     * onDetach (answering what finished writes guest memory) breaks the thread's queues and q, and the worker is
+     * asked again, as often as it faults: with its queue broken it touches no guest memory, and it must still wait
+     * for what is in flight, which has to be over before the memory may be unmapped. (A worker that faulted for
+     * ever would not answer: the control thread's bounded wait poisons the runner, and the memory lingers.)
      */
     private void detachFromWorker(QueueContext q) {
-        try {
-            worker.onDetach(q);
-        } catch (InternalError e) {
-            breakOnFault(e);
-            worker.onDetach(q);
+        untrack(q);
+        while (true) {
+            try {
+                worker.onDetach(q);
+                return;
+            } catch (InternalError e) {
+                breakOnFault(e);
+                breakFaulted(q, e);
+            }
         }
     }
 
@@ -436,14 +462,23 @@ public final class QueueRunner implements AutoCloseable {
         }
         for (int i = 0; i < MAX_QUEUES; i++) {
             QueueContext q = queues[i];
-            if (q != null && !q.queue().isBroken()) {
-                GuestMemoryFaultException broken = new GuestMemoryFaultException(q.index(), name, fault);
-                LOG.warning(name + ": queue " + q.index() + " broken: " + broken.getMessage());
-                q.queue().fail(broken);
-                if (!mailbox.poisoned()) { // after a poison the connection may have closed the error eventfd
-                    signalError(q);
-                }
+            if (q != null) {
+                breakFaulted(q, fault);
             }
+        }
+    }
+
+    /** Worker thread: breaks {@code q} for a guest memory fault and reports it, unless it is broken already. */
+    private void breakFaulted(QueueContext q, InternalError fault) {
+        if (q.queue().isBroken()) {
+            return;
+        }
+        GuestMemoryFaultException broken = new GuestMemoryFaultException(q.index(), name, fault);
+        LOG.warning(name + ": queue " + q.index() + " broken: " + broken.getMessage());
+        q.queue().fail(broken);
+        breakReported[q.index()] = true; // reported here: the pass's reportBroken must not signal it a second time
+        if (!mailbox.poisoned()) { // after a poison the connection may have closed the error eventfd
+            signalError(q);
         }
     }
 
@@ -533,10 +568,17 @@ public final class QueueRunner implements AutoCloseable {
         }
     }
 
-    /** Why the worker serves nothing: its death, or the request it did not answer. */
-    private Throwable lostWorker() {
+    /**
+     * Why the worker serves nothing: its death, or the request it did not answer, or else {@code failed} (the
+     * request that reported the death, when the dying thread has not recorded it yet: its onStop still runs).
+     * Never null: {@code failed} is not, or the runner is dead or poisoned.
+     */
+    private Throwable lostWorker(Throwable failed) {
         Throwable t = mailbox.death();
-        return t != null ? t : mailbox.unanswered();
+        if (t == null) {
+            t = mailbox.unanswered();
+        }
+        return t != null ? t : failed;
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.virtio4j.devices.worker;
 
+import io.virtio4j.core.error.GuestMemoryFaultException;
 import io.virtio4j.os.EventFd;
 
 import java.util.concurrent.CompletableFuture;
@@ -7,6 +8,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 
 /**
  * How the control thread gets the worker to do something and waits until it is done: the request goes into a
@@ -16,6 +18,12 @@ import java.util.concurrent.TimeoutException;
  * ({@link WorkerUnresponsiveException} either way). So the control thread never hangs on a worker. After an
  * unanswered request the mailbox is poisoned: every later request fails at once, and the worker, when it comes
  * back, stops (the runner checks {@link #poisoned()}).
+ *
+ * <p>A guest memory fault (the JVM's InternalError for a SIGBUS, see {@link GuestMemoryFaultException}) out of a
+ * request is not a death: the worker lives on, so the request is answered as done once the fault handler (the
+ * runner's: it breaks the thread's queues) has run. HotSpot raises that error late, at the next safepoint poll
+ * after the faulting access, so it can surface after the device callback returned, anywhere in the rest of the
+ * request; the runner's requests therefore do their own bookkeeping before any callback that touches guest memory.
  */
 final class WorkerMailbox implements AutoCloseable {
     private record Mail(Runnable action, CompletableFuture<Void> done) {
@@ -25,13 +33,16 @@ final class WorkerMailbox implements AutoCloseable {
     private final EventFd wake = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
     private final String owner;
     private final long timeoutMillis;
+    /** Worker thread: handles a guest memory fault out of a request; rethrows any other internal error. */
+    private final Consumer<InternalError> onFault;
     private volatile Throwable death;
     /** The first request that went unanswered (control thread writes, once; both threads read), or null. */
     private volatile WorkerUnresponsiveException unresponsive;
 
-    WorkerMailbox(String owner, long timeoutMillis) {
+    WorkerMailbox(String owner, long timeoutMillis, Consumer<InternalError> onFault) {
         this.owner = owner;
         this.timeoutMillis = timeoutMillis;
+        this.onFault = onFault;
     }
 
     /** The eventfd to watch for readability in the worker's epoll set. */
@@ -137,7 +148,16 @@ final class WorkerMailbox implements AutoCloseable {
         Mail m;
         while ((m = mails.poll()) != null) {
             try {
-                m.action().run();
+                try {
+                    m.action().run();
+                } catch (InternalError e) {
+                    if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
+                        throw e;
+                    }
+                    // The worker lives on: its queues are broken (the handler), the request counts as done. The
+                    // error may have surfaced only after the request's last step (see the class comment).
+                    onFault.accept(e);
+                }
                 m.done().complete(null);
             } catch (Throwable t) {
                 // The request failed on the worker thread: the worker is in an unknown state, so it dies too

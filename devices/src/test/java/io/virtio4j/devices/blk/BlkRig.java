@@ -57,8 +57,10 @@ final class BlkRig implements AutoCloseable {
     private final long dataBase;
     private final long features;
     private final GuestMemory guest;
-    /** Where the device's guest memory is cut into two regions, or 0 when it is one. */
+    /** Where the device's guest memory is cut into two regions (the first cut of several), or 0 when it is one. */
     private final long boundary;
+    /** The size of each region after the first, when the data area is cut into several. */
+    private final long regionBytes;
     private long next;
     private int tokens;
     private Poll completionPoll;
@@ -74,22 +76,35 @@ final class BlkRig implements AutoCloseable {
      * the device as two elements in different mappings.
      */
     BlkRig(RingFormat format, BlockStore store, BlockIo io, long features, boolean twoRegions) {
+        this(format, store, io, features, QSZ, twoRegions ? 2 : 1);
+    }
+
+    /**
+     * The same with a ring of {@code queueSize} and the data area cut into {@code regions} equal parts (a power of
+     * two), each its own mapping: the first region holds the ring too; cut k is at {@link #boundary(int)}.
+     */
+    BlkRig(RingFormat format, BlockStore store, BlockIo io, long features, int queueSize, int regions) {
         this.io = io;
         RingSegment ring;
         GuestMemory guest;
-        if (twoRegions) {
-            long bytes = RingSegment.bytes(format, QSZ, 4096, DATA_BYTES);
+        if (regions > 1) {
+            long bytes = RingSegment.bytes(format, queueSize, 4096, DATA_BYTES);
             try (FileDescriptor fd = Memfd.create("blk-rig", bytes)) { // the mappings outlive the fd
-                ring = RingSegment.carve(Mmap.mapShared(fd, 0, bytes, arena), format, QSZ, 4096);
-                boundary = ring.dataOffset() + DATA_BYTES / 2;
-                guest = GuestMemory.builder()
-                        .region(0, Mmap.mapSharedNoReserve(fd, 0, boundary, arena))
-                        .region(boundary, Mmap.mapSharedNoReserve(fd, boundary, bytes - boundary, arena))
-                        .build();
+                ring = RingSegment.carve(Mmap.mapShared(fd, 0, bytes, arena), format, queueSize, 4096);
+                regionBytes = DATA_BYTES / regions;
+                boundary = ring.dataOffset() + regionBytes * (regions / 2);
+                long first = ring.dataOffset() + regionBytes;
+                GuestMemory.Builder b = GuestMemory.builder().region(0, Mmap.mapSharedNoReserve(fd, 0, first, arena));
+                for (long at = first; at < bytes; at += regionBytes) {
+                    long n = Math.min(regionBytes, bytes - at);
+                    b.region(at, Mmap.mapSharedNoReserve(fd, at, n, arena));
+                }
+                guest = b.build();
             }
         } else {
-            ring = RingSegment.allocate(arena, format, QSZ, 4096, DATA_BYTES);
+            ring = RingSegment.allocate(arena, format, queueSize, 4096, DATA_BYTES);
             boundary = 0;
+            regionBytes = 0;
             guest = ring.guestMemory();
         }
         mem = ring.segment();
@@ -124,6 +139,11 @@ final class BlkRig implements AutoCloseable {
     /** Where the device's two regions meet (see the two-region constructor). */
     long boundary() {
         return boundary;
+    }
+
+    /** Where region k (from 1) of a data area cut into several begins (see the several-region constructor). */
+    long boundary(int k) {
+        return dataBase + k * regionBytes;
     }
 
     /**

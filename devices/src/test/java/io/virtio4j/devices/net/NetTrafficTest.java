@@ -5,6 +5,7 @@ import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.GuestTraffic.RxFrame;
 import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.os.EventFd;
 import io.virtio4j.testkit.OpenFds;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -303,6 +304,31 @@ class NetTrafficTest {
             try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withEventFds(false))) {
                 long bytes = echoAndCheck(g, 0, 2_000, 100, 0, false, new Random(7));
                 assertStats(stopAndStats(backend, g, 0, 2_000), 2_000, bytes, 2_000, bytes);
+            }
+        });
+    }
+
+    /**
+     * A front-end that never reads its call eventfds (here saturated from the start: 2^64-2): every notification
+     * the device sends fails with EAGAIN, which is no failure (the front-end is notified already), so the pair's
+     * thread serves on; the driver polls the rings. Every frame comes back, checked, and nothing was added to the
+     * counters.
+     */
+    @Test
+    void callEventFdsTheFrontEndNeverReadsDoNotStopTheDevice() {
+        long full = 0xFFFF_FFFF_FFFF_FFFEL;
+        withBackend(NetBackend.options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY), backend -> {
+            try (NetDriver g = connect(backend.path(), NetDriver.Config.defaults().withEventFds(false));
+                 EventFd rxCall = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+                 EventFd txCall = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC)) {
+                rxCall.write(full);
+                txCall.write(full);
+                g.frontend().setVringCall(NetDriver.rxRing(0), rxCall);
+                g.frontend().setVringCall(NetDriver.txRing(0), txCall);
+                long bytes = echoAndCheck(g, 0, 2_000, 100, 0, false, new Random(8));
+                assertStats(stopAndStats(backend, g, 0, 2_000), 2_000, bytes, 2_000, bytes);
+                assertEquals(full, rxCall.tryRead());
+                assertEquals(full, txCall.tryRead());
             }
         });
     }

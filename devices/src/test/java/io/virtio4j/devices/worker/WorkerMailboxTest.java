@@ -1,6 +1,14 @@
 package io.virtio4j.devices.worker;
 
+import io.virtio4j.core.error.GuestMemoryFaultException;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.Memfd;
+import io.virtio4j.os.Mmap;
 import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -18,10 +26,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The mailbox never lets the control thread wait for ever, whatever the worker does. */
 class WorkerMailboxTest {
     private static final long QUIET_MILLIS = 300;
+    /** These tests raise no guest memory fault: one would end the worker like any other throwable. */
+    private static final java.util.function.Consumer<InternalError> NO_FAULTS = e -> {
+        throw e;
+    };
 
     @Test
     void aDeadWorkerFailsRequestsAtOnceNamingWhyItDied() {
-        try (WorkerMailbox m = new WorkerMailbox("test worker", 60_000)) {
+        try (WorkerMailbox m = new WorkerMailbox("test worker", 60_000, NO_FAULTS)) {
             Error cause = new Error("boom");
             m.die(cause);
             AtomicBoolean ran = new AtomicBoolean();
@@ -34,7 +46,7 @@ class WorkerMailboxTest {
 
     @Test
     void aWorkerThatDiesWhileARequestWaitsFailsIt() throws Exception {
-        try (WorkerMailbox m = new WorkerMailbox("test worker", 60_000)) {
+        try (WorkerMailbox m = new WorkerMailbox("test worker", 60_000, NO_FAULTS)) {
             CompletableFuture<Throwable> caller = CompletableFuture.supplyAsync(() -> {
                 try {
                     m.runOnWorker(() -> { });
@@ -53,7 +65,7 @@ class WorkerMailboxTest {
 
     @Test
     void aRequestThatThrowsOnTheWorkerKillsItAndTheCallerHearsWhy() throws Exception {
-        try (WorkerMailbox m = new WorkerMailbox("test worker", 60_000)) {
+        try (WorkerMailbox m = new WorkerMailbox("test worker", 60_000, NO_FAULTS)) {
             IllegalStateException bug = new IllegalStateException("bug");
             CompletableFuture<Throwable> caller = CompletableFuture.supplyAsync(() -> {
                 try {
@@ -76,9 +88,39 @@ class WorkerMailboxTest {
         }
     }
 
+    /**
+     * A guest memory fault out of a request (a real SIGBUS: a mapping whose memfd was shrunk) is not a death: the
+     * fault handler gets it, the request is answered as done, and the mailbox serves on.
+     */
+    @Test
+    void aGuestMemoryFaultOutOfARequestGoesToTheHandlerAndTheRequestIsDone() throws Exception {
+        AtomicReference<InternalError> handled = new AtomicReference<>();
+        try (Arena arena = Arena.ofShared();
+             WorkerMailbox m = new WorkerMailbox("test worker", 60_000, handled::set)) {
+            MemorySegment gone;
+            try (FileDescriptor fd = Memfd.create("mailbox-fault", 4096)) {
+                gone = Mmap.mapShared(fd, 0, 4096, arena);
+                Memfd.truncate(fd, 0);
+            }
+            CompletableFuture<Void> caller = CompletableFuture.runAsync(
+                    () -> m.runOnWorker(() -> gone.get(ValueLayout.JAVA_BYTE, 0)));
+            while (!m.drain()) { // until the request comes; a throw here is the bug
+                Thread.onSpinWait();
+            }
+            caller.get(60, TimeUnit.SECONDS); // answered as done, not as WorkerDeadException
+            assertTrue(GuestMemoryFaultException.isGuestMemoryFault(handled.get()), String.valueOf(handled.get()));
+            assertNull(m.death());
+            CompletableFuture<Void> next = CompletableFuture.runAsync(() -> m.runOnWorker(() -> { }));
+            while (!m.drain()) {
+                Thread.onSpinWait();
+            }
+            next.get(60, TimeUnit.SECONDS);
+        }
+    }
+
     @Test
     void anUnresponsiveWorkerHasTheRequestWithdrawnAndEveryLaterOneFailsAtOnce() {
-        try (WorkerMailbox m = new WorkerMailbox("test worker", 1)) {
+        try (WorkerMailbox m = new WorkerMailbox("test worker", 1, NO_FAULTS)) {
             AtomicBoolean ran = new AtomicBoolean();
             assertThrows(WorkerUnresponsiveException.class, () -> m.runOnWorker(() -> ran.set(true)));
             assertTrue(m.poisoned(), "the worker is to stop when it comes back");
@@ -99,7 +141,7 @@ class WorkerMailboxTest {
      */
     @Test
     void anInterruptDoesNotCutShortTheWaitForARequestTheWorkerRuns() throws Exception {
-        try (WorkerMailbox m = new WorkerMailbox("test worker", 60_000)) {
+        try (WorkerMailbox m = new WorkerMailbox("test worker", 60_000, NO_FAULTS)) {
             CountDownLatch entered = new CountDownLatch(1);
             CountDownLatch release = new CountDownLatch(1);
             Thread worker = new Thread(() -> {

@@ -2,6 +2,9 @@ package io.virtio4j.vhost.backend;
 
 import io.virtio4j.os.EventFd;
 
+import java.util.List;
+import java.util.function.Supplier;
+
 /**
  * An eventfd of a ring that the front-end may replace while the device's threads signal it: the call eventfd
  * (SET_VRING_CALL, which QEMU sends on every interrupt mask and unmask, for the life of a VM) and the error eventfd
@@ -17,7 +20,15 @@ import io.virtio4j.os.EventFd;
  * operation.
  *
  * <p>With none (NOFD), signals stop, but the number keeps the last eventfd until the next replacement or
- * {@link #close}: closing it could race with a signal that read it just before. One descriptor, never more.
+ * {@link #empty}: closing it could race with a signal that read it just before. One descriptor, never more.
+ *
+ * <p>Why the number is not closed when the ring stops or the connection ends. A device thread that did not give
+ * its ring back (a poisoned worker, stuck, that comes back in the middle of a pass) may have read {@link #current}
+ * just before it went null and write to the number after: had the number been closed, the kernel could have handed
+ * it on (the next front-end's guest-memory memfd, its socket) and those 8 bytes would land there. So the ring's
+ * stop only {@link #empty empties} the slot: a private sink eventfd is dup3'd onto the number, which lets the
+ * front-end's eventfd go at once and takes any late signal harmlessly; the number itself is closed only by
+ * {@link #release}, through the device's retire path, once no such thread may still run.
  */
 final class EventFdSlot {
     /** The eventfd signals write to, or null for none; when non-null, {@link #owned}. */
@@ -25,11 +36,15 @@ final class EventFdSlot {
     /** The slot's number, and the eventfd it refers to now; null until the first eventfd. Control thread only. */
     private EventFd owned;
 
-    /** Writes 1 to the current eventfd, if there is one; any thread. */
+    /**
+     * Writes 1 to the current eventfd, if there is one; any thread. A counter the front-end saturated (EAGAIN) is
+     * left as it is: it is non-zero, so the front-end is notified already, and its own doing must not end the
+     * device's thread.
+     */
     void signal() {
         EventFd fd = current;
         if (fd != null) {
-            fd.write(1);
+            fd.tryWrite(1);
         }
     }
 
@@ -53,13 +68,26 @@ final class EventFdSlot {
     }
 
     /**
-     * Control thread, with the ring stopped (the device no longer signals, {@link VirtioDevice#stopQueue}): closes
-     * the eventfd; the slot is empty again.
+     * Control thread, with the ring stopped ({@link VirtioDevice#stopQueue}): signals stop, the front-end's eventfd
+     * is closed, and the number now refers to the {@code sink} (asked for only when there is a number; see the
+     * class comment); a later {@link #replace} puts the next eventfd on the same number.
      */
-    void close() {
+    void empty(Supplier<EventFd> sink) {
         current = null;
         if (owned != null) {
-            owned.close();
+            sink.get().fileDescriptor().duplicateOnto(owned.fileDescriptor());
+        }
+    }
+
+    /**
+     * Control thread, the connection gone, the slot {@link #empty emptied}: adds the slot's number to {@code
+     * numbers}, to be closed once no device thread may signal it (the device's retire path); the slot is unused
+     * from then on.
+     */
+    void release(List<EventFd> numbers) {
+        current = null;
+        if (owned != null) {
+            numbers.add(owned);
             owned = null;
         }
     }

@@ -1,5 +1,6 @@
 package io.virtio4j.vhost.backend;
 
+import io.virtio4j.os.Errno;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
 import io.virtio4j.os.Poll;
@@ -9,6 +10,8 @@ import io.virtio4j.os.UnixSocket;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 import java.util.logging.Logger;
 
@@ -21,6 +24,8 @@ import java.util.logging.Logger;
 public final class VhostUserBackendEndpoint implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(VhostUserBackendEndpoint.class.getName());
     private static final long MAX_BACKOFF_MILLIS = 2000;
+    /** The first wait after a transient accept failure; doubled up to {@link #MAX_BACKOFF_MILLIS}. */
+    private static final long FIRST_BACKOFF_MILLIS = 10;
 
     private final Supplier<VhostUserSession> sessions;
     private volatile boolean closed;
@@ -58,6 +63,7 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
         Thread serving = null;
         Served served = null;
         long connections = 0;
+        long backoff = FIRST_BACKOFF_MILLIS;
         try {
             while (!closed) {
                 UnixSocket s;
@@ -67,7 +73,15 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
                     if (closed) {
                         return;
                     }
-                    throw e;
+                    if (!isTransient(e)) {
+                        throw e;
+                    }
+                    // Out of descriptors (a front-end holding hundreds of region fds is enough against a 1024 limit),
+                    // or a client that gave up: the listener is fine, so this is no reason to stop listening for good.
+                    // The connection, if any, stays queued; try again after a pause, not in a busy loop.
+                    LOG.warning(path + ": accept failed (" + e.getMessage() + "); trying again in " + backoff + " ms");
+                    backoff = pause(backoff);
+                    continue;
                 }
                 connections++;
                 String peer = path + " #" + connections;
@@ -87,14 +101,22 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
                 }
                 LOG.info(peer + ": front-end connected");
                 VhostUserSession session = sessionFor(s);
+                FileDescriptor watch;
                 try {
-                    served = new Served(s.fileDescriptor().duplicate());
-                } catch (RuntimeException e) {
+                    watch = s.fileDescriptor().duplicate();
+                } catch (LinuxException e) {
+                    // Out of descriptors, as above: this front-end is dropped (it sees end of stream and may come
+                    // again), the listener goes on.
                     s.close();
                     session.close();
-                    throw e;
+                    LOG.warning(peer + ": dropped, no descriptor to watch it with (" + e.getMessage()
+                            + "); accepting again in " + backoff + " ms");
+                    backoff = pause(backoff);
+                    continue;
                 }
+                served = new Served(watch);
                 serving = serve(s, session, served, peer);
+                backoff = FIRST_BACKOFF_MILLIS;
             }
         } finally {
             if (serving != null) {
@@ -163,7 +185,26 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
      * still ends {@link #listen} with its exception.
      */
     private static Thread serve(UnixSocket s, VhostUserSession session, Served served, String peer) {
-        Thread t = new Thread(() -> {
+        try {
+            Thread t = serving(s, session, served, peer);
+            t.start();
+            return t;
+        } catch (RuntimeException | Error e) {
+            // No thread (OutOfMemoryError: unable to create native thread): nothing will release what was made
+            // for it, so it goes here, and listen() ends with the error.
+            s.close();
+            served.close();
+            try {
+                session.close();
+            } catch (RuntimeException | Error f) {
+                e.addSuppressed(f);
+            }
+            throw e;
+        }
+    }
+
+    private static Thread serving(UnixSocket s, VhostUserSession session, Served served, String peer) {
+        return new Thread(() -> {
             try {
                 new VhostUserConnection(s, session, peer).serve();
             } catch (RuntimeException e) {
@@ -174,8 +215,22 @@ public final class VhostUserBackendEndpoint implements AutoCloseable {
                 served.close();
             }
         }, "vhost-user " + peer);
-        t.start();
-        return t;
+    }
+
+    /**
+     * Whether an accept failure leaves the listener usable: out of descriptors (per process or system-wide) or of
+     * buffer memory, a connection aborted before it was taken, an interrupted call.
+     */
+    private static boolean isTransient(LinuxException e) {
+        int errno = e.errno();
+        return errno == Errno.EMFILE || errno == Errno.ENFILE || errno == Errno.ENOBUFS || errno == Errno.ENOMEM
+                || errno == Errno.ECONNABORTED || errno == Errno.EINTR;
+    }
+
+    /** Waits {@code millis} (less if interrupted or closed meanwhile: the loop looks again); returns the next wait. */
+    private static long pause(long millis) {
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(millis));
+        return Math.min(MAX_BACKOFF_MILLIS, millis * 2);
     }
 
     /**

@@ -392,9 +392,13 @@ public final class VhostUserSession implements AutoCloseable {
     /**
      * The driver's status byte (virtio 1.x 2.1), kept for GET_STATUS, with two rules of the device's:
      * <ul>
-     * <li>FEATURES_OK is kept only when the features are acceptable: a SET_FEATURES was accepted and the last one
-     *     was not refused. Otherwise the bit is cleared, and the driver, which reads the status back (virtio's step
-     *     6; QEMU does GET_STATUS around it), sees the refusal, as DPDK's back-end has it.</li>
+     * <li>FEATURES_OK is kept only when the features are acceptable: a SET_FEATURES was accepted since the last
+     *     reset (status 0, RESET_DEVICE) and the last one was not refused. Otherwise the bit is cleared, and a
+     *     driver that reads the status back (virtio's step 6; DPDK-style front-ends) sees the refusal, as DPDK's
+     *     back-end has it. QEMU (7.2) does not read it back: after a SET_FEATURES that returned 0 it does GET_STATUS,
+     *     and SET_STATUS with FEATURES_OK added unless it is set already. It sends SET_FEATURES without NEED_REPLY
+     *     (unless LOG_ALL), so a refusal there closes the connection and never reaches this rule; and it sends
+     *     SET_FEATURES on every start, so clearing the acceptance on status 0 costs it nothing.</li>
      * <li>0 resets the device: every ring stops and the device's queues return to their initial state, as after
      *     RESET_DEVICE, so nothing is processed or notified until the driver sets the device up again. Unlike
      *     RESET_DEVICE, what the front-end told of each ring stays (see {@link VringTable#stopForReset}) and the
@@ -412,6 +416,10 @@ public final class VhostUserSession implements AutoCloseable {
         if (s == 0) {
             vrings.stopForReset();
             device.reset();
+            // A reset clears the negotiation (virtio 3.1.1): FEATURES_OK needs a SET_FEATURES again. The features
+            // value stays: the stopped rings' state, which GET_VRING_BASE still reports, was made under it.
+            featuresSet = false;
+            featuresRefused = false;
             status = 0;
             return;
         }
@@ -438,8 +446,8 @@ public final class VhostUserSession implements AutoCloseable {
     }
 
     /**
-     * Stops every ring, closes every fd and unmaps all memory and the inflight area, the last two through the
-     * device: the connection is gone, but a device thread that did not give its ring back may still read and write
+     * Stops every ring, closes every fd and unmaps all memory and the inflight area, the rings' call and error
+     * eventfd numbers and the last two through the device: the connection is gone, but a device thread that did not give its ring back may still read and write
      * guest memory (or have the kernel do it), and an unmapped (or remapped) range under it would take its data to
      * someone else's memory. The inflight area's content stays in the front-end's fd, for the next back-end.
      */
@@ -450,7 +458,17 @@ public final class VhostUserSession implements AutoCloseable {
             device.reset();
         } finally {
             try {
-                device.retire(memory.release());
+                // The eventfd numbers too: such a thread may still signal a ring's call or error eventfd, and a
+                // closed number may be handed on (see EventFdSlot). One retire: one wait, one log.
+                Runnable unmap = memory.release();
+                Runnable closeEventFds = vrings.releaseEventFds();
+                device.retire(() -> {
+                    try {
+                        unmap.run();
+                    } finally {
+                        closeEventFds.run();
+                    }
+                });
             } finally {
                 // a ring that failed to stop still holds its slice: the area is then never unmapped (a leak, not a
                 // store into memory that is someone else's)

@@ -3,6 +3,8 @@ package io.virtio4j.vhost.backend;
 import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.os.EventFd;
 
+import java.util.function.Supplier;
+
 /** What the front-end has told the back-end about one ring, and whether it is started. Control thread only. */
 final class Vring {
     final int index;
@@ -41,11 +43,14 @@ final class Vring {
         return started != null;
     }
 
-    /** Closes every fd the ring holds and forgets its setup; the ring must be stopped. */
-    void clear() {
+    /**
+     * Closes the kick, empties the call and error slots (their numbers stay, on {@code sink}: see EventFdSlot) and
+     * forgets the ring's setup; the ring must be stopped.
+     */
+    void clear(Supplier<EventFd> sink) {
         closeKick();
-        callFd.close();
-        err.close();
+        callFd.empty(sink);
+        err.empty(sink);
         num = 0;
         addrSet = false;
         addrFlags = 0;

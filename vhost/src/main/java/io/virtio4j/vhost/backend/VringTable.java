@@ -28,6 +28,8 @@ import io.virtio4j.vhost.protocol.VringFd;
 import io.virtio4j.vhost.protocol.VringState;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.logging.Logger;
 
 /**
@@ -49,6 +51,8 @@ final class VringTable implements AutoCloseable {
     private InflightArea inflight;
     /** The dirty log (SET_LOG_BASE) rings log in while VHOST_F_LOG_ALL is negotiated, or null. */
     private DirtyLogArea log;
+    /** What stopped rings' call and error numbers refer to ({@link #sink()}), or null before the first. */
+    private EventFd sink;
 
     VringTable(VirtioDevice device, BackendOptions options, MemoryMapper memory) {
         this.device = device;
@@ -238,7 +242,7 @@ final class VringTable implements AutoCloseable {
         stop(v);
         // The ring is stopped: its kick and call fds go, new ones come with the next start (libvhost-user does so).
         v.closeKick();
-        v.callFd.close();
+        v.callFd.empty(this::sink);
         return new VringState(v.index, v.base);
     }
 
@@ -280,15 +284,16 @@ final class VringTable implements AutoCloseable {
     /** A new call eventfd (or none: the front-end polls); swapped under a running ring. */
     void setCall(Message m, VringFd p) throws VhostUserProtocolException {
         Vring v = ring(m.name(), p.index());
-        EventFd next = takeEventFd(m, p);
+        EventFd next = withSink(m, takeEventFd(m, p));
         if (next != null) {
             // Signal the new call eventfd once, as libvhost-user does. Used buffers published while the ring had no
             // call eventfd would otherwise never be notified: GET_VRING_BASE closes it, and QEMU restarts a ring
             // with SET_VRING_KICK (which starts it here) before SET_VRING_CALL, so the buffers that piled up while
             // it was stopped are used with nobody to tell, and a guest asleep waiting for them hangs. A spurious
-            // notification is harmless: drivers re-check the used ring.
+            // notification is harmless: drivers re-check the used ring. A counter the front-end saturated (EAGAIN)
+            // is notified already.
             try {
-                next.write(1);
+                next.tryWrite(1);
             } catch (LinuxException e) {
                 next.close();
                 throw new VhostUserProtocolException(m.name(), "fd", 1, "cannot signal the call eventfd: " + e.getMessage());
@@ -299,7 +304,26 @@ final class VringTable implements AutoCloseable {
 
     void setErr(Message m, VringFd p) throws VhostUserProtocolException {
         Vring v = ring(m.name(), p.index());
-        v.err.replace(takeEventFd(m, p));
+        v.err.replace(withSink(m, takeEventFd(m, p)));
+    }
+
+    /**
+     * Makes sure the sink exists before a slot gets a number that will have to be parked on it (see EventFdSlot):
+     * made here, a lack of descriptors refuses this request, instead of failing a ring's stop or the connection's
+     * end later. Returns {@code next}; closes it when refusing.
+     */
+    private EventFd withSink(Message m, EventFd next) throws VhostUserProtocolException {
+        if (next != null) {
+            try {
+                sink();
+            } catch (LinuxException e) {
+                int number = next.fileDescriptor().fd();
+                next.close();
+                throw new VhostUserProtocolException(m.name(), "fd", number,
+                        "no descriptor for the ring's stop-time sink eventfd: " + e.getMessage());
+            }
+        }
+        return next;
     }
 
     void setEnable(String request, VringState s) throws VhostUserProtocolException {
@@ -357,7 +381,7 @@ final class VringTable implements AutoCloseable {
     void reset() {
         stopAll();
         for (Vring v : vrings) {
-            v.clear();
+            v.clear(this::sink);
         }
         features = 0;
         inflight(null);
@@ -405,8 +429,36 @@ final class VringTable implements AutoCloseable {
             LOG.warning("stopping rings on close: " + e);
         }
         for (Vring v : vrings) {
-            v.clear();
+            v.clear(this::sink);
         }
+    }
+
+    /**
+     * After {@link #close}: what closes the rings' call and error eventfd numbers and the sink, for the device's
+     * retire path to run once none of its threads may still signal them (see EventFdSlot).
+     */
+    Runnable releaseEventFds() {
+        List<EventFd> numbers = new ArrayList<>();
+        for (Vring v : vrings) {
+            v.callFd.release(numbers);
+            v.err.release(numbers);
+        }
+        if (sink != null) {
+            numbers.add(sink);
+            sink = null;
+        }
+        return () -> numbers.forEach(EventFd::close);
+    }
+
+    /**
+     * The eventfd a stopped ring's call and error numbers refer to (see EventFdSlot): nobody reads it; created with
+     * the first call or error eventfd ({@link #withSink}), closed with the numbers ({@link #releaseEventFds}).
+     */
+    private EventFd sink() {
+        if (sink == null) {
+            sink = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+        }
+        return sink;
     }
 
     // ---- the lifecycle ----

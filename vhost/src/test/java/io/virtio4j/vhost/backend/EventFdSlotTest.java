@@ -10,6 +10,8 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -84,13 +86,13 @@ class EventFdSlotTest {
                 slot.signal();
                 assertEquals(1, nextCounter.tryRead(), "signals go to the new eventfd");
                 assertEquals(0, oldCounter.tryRead());
-                slot.close();
+                close(slot);
                 assertFalse(slot.holdsDescriptor());
                 assertEquals(before + 2, eventFds(), "the test's views only");
             }
             assertEquals(before, eventFds());
         } finally {
-            slot.close();
+            close(slot);
             oldView.close();
             nextView.close();
         }
@@ -143,7 +145,71 @@ class EventFdSlotTest {
             assertTrue(slot.holdsDescriptor());
         } finally {
             stop.set(true);
-            slot.close();
+            close(slot);
+        }
+        assertEquals(before, eventFds());
+    }
+
+    /**
+     * A front-end that never reads its call eventfd, or filled it on purpose: a signal into the saturated counter
+     * (EAGAIN) is no failure of the signalling thread (the front-end is notified already), and adds nothing.
+     */
+    @Test
+    void aSignalIntoASaturatedEventFdIsNoFailure() {
+        EventFd frontEnd = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+        EventFdSlot slot = new EventFdSlot();
+        try (EventFd view = EventFd.adopt(frontEnd.fileDescriptor().duplicate())) {
+            slot.replace(frontEnd);
+            view.write(FULL);
+            slot.signal();
+            slot.signal();
+            assertEquals(FULL, view.tryRead(), "the counter as the front-end left it");
+            slot.signal();
+            assertEquals(1, view.tryRead(), "signals land again once it is read");
+        } finally {
+            close(slot);
+        }
+    }
+
+    /** Empties and releases the slot and closes its number (what a connection's end and the retire path do). */
+    private static void close(EventFdSlot slot) {
+        List<EventFd> numbers = new ArrayList<>();
+        slot.release(numbers);
+        numbers.forEach(EventFd::close);
+    }
+
+    /**
+     * A ring's stop does not close the slot's number: a device thread that read the slot's eventfd just before the
+     * stop (a stuck worker coming back) and signals it after lands in the sink, not on the front-end's eventfd, and
+     * not on a number the kernel handed to someone else meanwhile; the front-end's eventfd is let go at once, and
+     * the number is closed only by the release (the device's retire path).
+     */
+    @Test
+    void aStoppedSlotKeepsItsNumberOnASinkUntilReleasedSoALateSignalLandsNowhereElse() {
+        long before = eventFds();
+        EventFd frontEnd = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC);
+        int number = frontEnd.fileDescriptor().fd();
+        EventFdSlot slot = new EventFdSlot();
+        try (EventFd frontEndView = EventFd.adopt(frontEnd.fileDescriptor().duplicate());
+             EventFd sink = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC)) {
+            slot.replace(frontEnd);
+            slot.empty(() -> sink);
+            slot.signal();
+            assertEquals(0, frontEndView.tryRead(), "no signal after the stop");
+            // A thread that read the slot's eventfd before the stop writes to it now: the same number, still open.
+            frontEnd.write(1);
+            assertEquals(0, frontEndView.tryRead(), "the late signal does not reach the front-end");
+            assertEquals(1, sink.tryRead(), "it lands in the sink");
+            assertEquals(EVENTFD, OpenFds.snapshot().get(number), "the number stays open, on the sink");
+            assertEquals(before + 3, eventFds(), "the number, the view and the sink: the front-end's is let go");
+            List<EventFd> numbers = new ArrayList<>();
+            slot.release(numbers);
+            assertEquals(List.of(frontEnd), numbers, "the number goes to the retire path");
+            numbers.forEach(EventFd::close);
+            assertFalse(slot.holdsDescriptor());
+            assertEquals(before + 2, eventFds(), "the view and the sink only");
+        } finally {
+            close(slot);
         }
         assertEquals(before, eventFds());
     }

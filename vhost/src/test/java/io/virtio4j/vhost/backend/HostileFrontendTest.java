@@ -31,12 +31,14 @@ import java.lang.invoke.MethodHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
+import java.util.stream.Collectors;
 
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -720,7 +722,8 @@ class HostileFrontendTest {
     /**
      * FEATURES_OK is kept only for features the back-end accepted: before any SET_FEATURES (a fresh connection
      * negotiated nothing yet) or after a refused one, a status write with it leaves it clear, and GET_STATUS shows
-     * the refusal, as the driver reads it back; after an accepted SET_FEATURES it is kept.
+     * the refusal, as the driver reads it back; after an accepted SET_FEATURES it is kept, until a reset (status 0)
+     * that no SET_FEATURES followed.
      */
     @Test
     void featuresOkIsKeptOnlyForAcceptedFeatures() {
@@ -742,6 +745,13 @@ class HostileFrontendTest {
                 expectFailureAck(fe, Request.SET_FEATURES.code());
                 fe.setStatus(0x3 | FEATURES_OK);
                 assertEquals(0x3, fe.getStatus(), "the last SET_FEATURES was refused");
+                fe.setFeatures(OFFERED & ~PACKED);
+                fe.setStatus(0);
+                fe.setStatus(0x3 | FEATURES_OK);
+                assertEquals(0x3, fe.getStatus(), "FEATURES_OK after a reset without a new SET_FEATURES");
+                fe.setFeatures(OFFERED & ~PACKED);
+                fe.setStatus(0x3 | FEATURES_OK);
+                assertEquals(0x3 | FEATURES_OK, fe.getStatus(), "FEATURES_OK for features accepted after the reset");
             }
         });
     }
@@ -1153,18 +1163,34 @@ class HostileFrontendTest {
 
     /**
      * The guest memory of a connection that ended is unmapped through the device (VirtioDevice.retire), which holds
-     * it back while a queue thread of its may still touch it: mapped after the close, gone once released.
+     * it back while a queue thread of its may still touch it: mapped after the close, gone once released. So are
+     * the rings' call and error eventfd numbers closed (a thread that may touch the memory may also signal them,
+     * and a closed number may be handed on): kept open, on a sink eventfd, until then.
      */
     @Test
     void theMemoryOfAClosedConnectionIsUnmappedOnlyWhenTheDeviceLetsIt() {
         String name = "hostile-retire-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
         try (FileDescriptor mem = Memfd.create(name, MEM); EventFd kick = eventFd(); EventFd call = eventFd()) {
+            Map<Integer, String> fds = OpenFds.snapshot();
             server.device.deferRetire = true;
             try {
-                attack(true, fe -> startRing0(fe, mem, kick, call)); // the connection is closed when it returns
+                assertTimeoutPreemptively(WATCHDOG, () -> {
+                    try (VhostUserFrontend fe = negotiated(true, OFFERED & ~PACKED)) {
+                        startRing0(fe, mem, kick, call);
+                    }
+                    server.assertServing();
+                    assertNewConnectionAnswers();
+                });
                 assertEquals(1, MemoryMapperTest.mappingsOf(name), "unmapped before the device let it go");
+                OpenFds.assertBackTo(fds, 2); // waits for the connections' own descriptors to go
+                Map<Integer, String> kept = new HashMap<>(OpenFds.snapshot());
+                kept.keySet().removeAll(fds.keySet());
+                assertEquals(Map.of("anon_inode:[eventfd]", 2L), kept.values().stream().collect(
+                        Collectors.groupingBy(v -> v, Collectors.counting())),
+                        "the ring's call number and the sink it refers to stay open until the device lets them go: " + kept);
                 releaseRetired();
                 assertEquals(0, MemoryMapperTest.mappingsOf(name), "still mapped once the device let it go");
+                OpenFds.assertBackTo(fds);
             } finally {
                 server.device.deferRetire = false;
                 releaseRetired();

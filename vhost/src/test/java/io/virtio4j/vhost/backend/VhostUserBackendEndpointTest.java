@@ -1,6 +1,12 @@
 package io.virtio4j.vhost.backend;
 
+import io.virtio4j.os.Errno;
+import io.virtio4j.os.EventFd;
+import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.LinuxException;
 import io.virtio4j.os.UnixServerSocket;
+import io.virtio4j.os.UnixSocket;
+import io.virtio4j.testkit.OpenFds;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import org.junit.jupiter.api.Test;
@@ -9,7 +15,15 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Deque;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -102,6 +116,100 @@ class VhostUserBackendEndpointTest {
         assertNull(failure.get());
         assertFalse(inherited.fileDescriptor().isOpen(), "the listener is closed when serving ends");
         assertTrue(Files.exists(path), "the parent made the socket file: it stays for the parent to remove");
+    }
+
+    /**
+     * The process out of descriptors (EMFILE) when a front-end connects: accept fails (or, should a descriptor have
+     * come free meanwhile, the duplicate the listener watches the connection with), which is no reason to stop
+     * listening for good. The listener logs it, waits and tries again, and once descriptors are free the front-end
+     * is served (the one waiting in the backlog, or one that connects again after being dropped). The table is
+     * filled for real (duplicates up to the limit), for as short as it takes.
+     */
+    @Test
+    void anAcceptFailingForLackOfDescriptorsIsRetriedAndTheFrontEndServed() throws Exception {
+        Path path = dir.resolve("emfile.sock");
+        VhostUserBackendEndpoint server = new VhostUserBackendEndpoint(() -> new VhostUserSession(new FakeDevice(2), BackendOptions.defaults()));
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                server.listen(path);
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        });
+        CountDownLatch acceptFailed = new CountDownLatch(1);
+        AtomicBoolean dropped = new AtomicBoolean();
+        Handler seen = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                if (r.getMessage().contains("EMFILE")) {
+                    dropped.compareAndSet(false, r.getMessage().contains("dropped"));
+                    acceptFailed.countDown();
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger log = Logger.getLogger(VhostUserBackendEndpoint.class.getName());
+        log.addHandler(seen);
+        Deque<FileDescriptor> fillers = new ConcurrentLinkedDeque<>();
+        Map<Integer, String> fds = OpenFds.snapshot();
+        t.start();
+        try (EventFd template = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC)) {
+            long features = FakeDevice.FEATURES | ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
+            assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+                try (VhostUserFrontend fe = TestServer.connectWithRetry(path)) {
+                    assertEquals(features, fe.getFeatures()); // the server is up, and back in accept after this
+                }
+                OpenFds.assertBackTo(fds, 2); // the listening socket and the template: the connection released
+                while (!inAccept(t)) {
+                    Thread.sleep(1);
+                }
+                // Loaded now: with the table full, loading a class from a directory would need a descriptor.
+                assertTrue(new LinuxException("preload", Errno.EMFILE).getMessage().contains("EMFILE"));
+                UnixSocket client;
+                try {
+                    while (true) {
+                        fillers.add(template.fileDescriptor().duplicate());
+                    }
+                } catch (LinuxException e) {
+                    assertEquals(Errno.EMFILE, e.errno(), e.getMessage());
+                    fillers.pollLast().close(); // one for the client's socket, none for the server's accept
+                    client = UnixSocket.connect(path);
+                }
+                try {
+                    acceptFailed.await();
+                } finally {
+                    closeAll(fillers);
+                }
+                if (dropped.get()) {
+                    client.close(); // the listener closed its end: connect again
+                }
+                try (VhostUserFrontend fe = dropped.get() ? TestServer.connectWithRetry(path) : VhostUserFrontend.over(client)) {
+                    assertEquals(features, fe.getFeatures(), "the front-end is served once descriptors are free");
+                }
+            });
+        } finally {
+            closeAll(fillers);
+            log.removeHandler(seen);
+            server.close();
+            t.join(20_000);
+        }
+        assertFalse(t.isAlive(), "listen() still running 20 s after close()");
+        assertNull(failure.get(), "listen() ended: " + failure.get());
+    }
+
+    private static void closeAll(Deque<FileDescriptor> fds) {
+        FileDescriptor f;
+        while ((f = fds.pollFirst()) != null) {
+            f.close();
+        }
     }
 
     private static boolean inAccept(Thread t) {
