@@ -66,10 +66,12 @@ final class VringTable implements AutoCloseable {
 
     /**
      * New virtio features (SET_FEATURES); refused while a ring runs on different ones, but for VHOST_F_LOG_ALL alone,
-     * which a front-end sets and clears on running rings to start and end a migration: every started ring is then
-     * stopped and started again (see {@link #restartStarted}) and logs from its restart on, or no longer.
+     * which a front-end sets and clears on running rings to start and end a migration: every started ring must then
+     * be stopped and started again ({@link #switchLogging}) to log from its restart on, or no longer. Returns whether
+     * it must: the features are committed either way, and the caller commits its own before it switches, so that a
+     * ring that fails to restart leaves no two views of what was negotiated.
      */
-    void features(String request, long next) throws VhostUserProtocolException {
+    boolean features(String request, long next) throws VhostUserProtocolException {
         long logAll = ProtocolFeatures.bit(ProtocolFeatures.VHOST_F_LOG_ALL);
         boolean logOnly = (next ^ features) == logAll;
         for (Vring v : vrings) {
@@ -79,9 +81,12 @@ final class VringTable implements AutoCloseable {
             }
         }
         features = next;
-        if (logOnly) {
-            restartStarted(request);
-        }
+        return logOnly;
+    }
+
+    /** After {@link #features} switched VHOST_F_LOG_ALL alone: restarts the started rings (see {@link #restartStarted}). */
+    void switchLogging(String request) throws VhostUserProtocolException {
+        restartStarted(request);
     }
 
     /**

@@ -287,6 +287,32 @@ class DirtyLogSessionTest {
         }
     }
 
+    /**
+     * SET_FEATURES with LOG_ALL whose ring fails to restart (its used ring past the log) is refused, yet the features
+     * are committed in the session as in the ring table: FEATURES_OK then stays in the status, and clearing LOG_ALL
+     * again is the log switch it is (no new negotiation for the device), not a change of features.
+     */
+    @Test
+    void aLogSwitchWhoseRingFailsToRestartLeavesTheFeaturesCommittedEverywhere() throws Exception {
+        Device device = new Device(true);
+        long protocol = bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK) | bit(ProtocolFeatures.STATUS);
+        try (VhostUserSession s = negotiated(device, protocol, SPLIT)) {
+            s.handle(logBase(8, 0, Memfd.create("log", 4096))); // 64 pages: 256 KiB
+            long past = 64 * DirtyLog.PAGE_SIZE - 8; // the used ring's first bytes in page 63, the rest in page 64
+            startRing(s, VringAddress.F_LOG, past);
+            int negotiations = device.negotiations.size();
+            refused(s, message(Request.SET_FEATURES, new U64(SPLIT | LOG_ALL).encode()), "vring[0].log", past);
+            assertEquals(List.of("start 0", "stop 0"), device.calls, "stopped, not started on a log it would overflow");
+
+            s.handle(message(Request.SET_STATUS, new U64(VhostUserSession.STATUS_FEATURES_OK).encode()));
+            assertEquals(VhostUserSession.STATUS_FEATURES_OK,
+                    U64.decode("GET_STATUS", MemorySegment.ofArray(s.handle(message(Request.GET_STATUS, new byte[0]))))
+                            .value(), "the features were accepted");
+            s.handle(message(Request.SET_FEATURES, new U64(SPLIT).encode()));
+            assertEquals(negotiations, device.negotiations.size(), "LOG_ALL alone cleared: no new negotiation");
+        }
+    }
+
     @Test
     void aNewLogBaseWhileLoggingRestartsTheRingOverIt() throws Exception {
         Device device = new Device(true);
