@@ -610,7 +610,11 @@ final class VringTable implements AutoCloseable {
             checkLogged(request, v, "desc", descGpa, descBytes, log);
             checkLogged(request, v, "log", v.logAddr, PackedLayout.EVENT_SIZE, log);
         } else {
-            checkLogged(request, v, "log", v.logAddr, SplitLayout.usedRingBytes(v.num), log);
+            // avail_event (the used ring's last 2 bytes) only with EVENT_IDX: the queue never writes it otherwise,
+            // and QEMU sizes its log by the used ring without it (vhost_get_used_size), so counting it would refuse
+            // a used ring that ends at the top of guest memory, and a refusal during a log switch aborts QEMU 7.2
+            long usedBytes = SplitLayout.usedRingBytes(v.num) - (VirtioFeatures.has(features, VirtioFeatures.EVENT_IDX) ? 0 : 2);
+            checkLogged(request, v, "log", v.logAddr, usedBytes, log);
         }
         queue.logUsed(log, v.logAddr, descGpa);
     }

@@ -288,6 +288,33 @@ class DirtyLogSessionTest {
     }
 
     /**
+     * A split used ring that ends at the last byte the log covers: without EVENT_IDX its avail_event is never
+     * written, so it is not counted (as QEMU sizes its log) and the ring starts logging; with EVENT_IDX those 2 bytes
+     * are past the log and the ring is refused.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void aUsedRingsAvailEventCountsForTheLogOnlyWithEventIdx(boolean eventIdx) throws Exception {
+        Device device = new Device(true);
+        long features = eventIdx ? SPLIT : SPLIT & ~VirtioFeatures.bit(VirtioFeatures.EVENT_IDX);
+        try (VhostUserSession s = negotiated(device, bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK),
+                features)) {
+            s.handle(logBase(8, 0, Memfd.create("log", 4096))); // 64 pages: 256 KiB
+            s.handle(message(Request.SET_FEATURES, new U64(features | LOG_ALL).encode()));
+            startRing(s, 0, 0);
+            long end = 64 * DirtyLog.PAGE_SIZE - (4 + 8 * 8); // flags, idx and 8 elements end the log, avail_event past
+            if (eventIdx) {
+                refused(s, addr(VringAddress.F_LOG, USER, end), "vring[0].log", end);
+                assertEquals(List.of("start 0", "stop 0"), device.calls);
+            } else {
+                s.handle(addr(VringAddress.F_LOG, USER, end));
+                assertEquals(List.of("start 0", "stop 0", "start 0"), device.calls);
+                assertNotNull(device.started.getLast().dirtyLog(), "logging");
+            }
+        }
+    }
+
+    /**
      * SET_FEATURES with LOG_ALL whose ring fails to restart (its used ring past the log) is refused, yet the features
      * are committed in the session as in the ring table: FEATURES_OK then stays in the status, and clearing LOG_ALL
      * again is the log switch it is (no new negotiation for the device), not a change of features.
