@@ -340,6 +340,48 @@ class DirtyLogSessionTest {
         }
     }
 
+    /**
+     * QEMU stopping and starting a vhost-user-net device while migrating (a guest resetting its NIC): the rings stop
+     * with GET_VRING_BASE (not disabled: vrings=false) and QEMU frees its log; the start sends the ring's setup with
+     * the log flag and its kick before the new SET_LOG_BASE. The ring is held back at its kick rather than started on
+     * the old log, and starts on the new one when it arrives.
+     */
+    @Test
+    void aRingRestartedAfterEveryRingStoppedWhileLoggingWaitsForTheNewLog() throws Exception {
+        Device device = new Device(true);
+        try (VhostUserSession s = negotiated(device)) {
+            s.handle(logBase(4096, 0, Memfd.create("log", 4096)));
+            s.handle(message(Request.SET_FEATURES, new U64(SPLIT | LOG_ALL).encode()));
+            startRing(s, VringAddress.F_LOG, USED_GPA);
+            assertEquals(List.of("start 0"), device.calls);
+
+            s.handle(message(Request.GET_VRING_BASE, new VringState(0, 0).encode()));
+            s.handle(message(Request.SET_FEATURES, new U64(SPLIT | LOG_ALL).encode()));
+            s.handle(message(Request.SET_VRING_NUM, new VringState(0, 8).encode()));
+            s.handle(message(Request.SET_VRING_BASE, new VringState(0, 0).encode()));
+            s.handle(addr(VringAddress.F_LOG, USER, USED_GPA));
+            s.handle(message(Request.SET_VRING_KICK, new VringFd(0, true).encode()));
+            assertEquals(List.of("start 0", "stop 0"), device.calls, "held back: the old log is no longer read");
+
+            s.handle(logBase(8192, 0, Memfd.create("new", 8192)));
+            assertEquals(List.of("start 0", "stop 0", "start 0"), device.calls, "started on the new log");
+            assertEquals(8192 * 8, device.started.getLast().dirtyLog().pages());
+        }
+    }
+
+    /** Without LOG_ALL a stop and start needs no new log: the ring starts at its kick as ever. */
+    @Test
+    void aRingRestartedAfterEveryRingStoppedWithoutLogAllStartsAtItsKick() throws Exception {
+        Device device = new Device(true);
+        try (VhostUserSession s = negotiated(device)) {
+            s.handle(logBase(4096, 0, Memfd.create("log", 4096)));
+            startRing(s, VringAddress.F_LOG, USED_GPA);
+            s.handle(message(Request.GET_VRING_BASE, new VringState(0, 0).encode()));
+            s.handle(message(Request.SET_VRING_KICK, new VringFd(0, true).encode()));
+            assertEquals(List.of("start 0", "stop 0", "start 0"), device.calls);
+        }
+    }
+
     @Test
     void aNewLogBaseWhileLoggingRestartsTheRingOverIt() throws Exception {
         Device device = new Device(true);
