@@ -3,9 +3,11 @@ package io.virtio4j.cli;
 import io.virtio4j.bench.Json;
 import io.virtio4j.bench.LatencyHistogram;
 import io.virtio4j.core.error.InvalidUsedIdException;
+import io.virtio4j.core.error.UsedLengthTooLargeException;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.devices.blk.BlkLayout;
+import io.virtio4j.devices.blk.driver.BadCompletionException;
 import io.virtio4j.devices.blk.driver.BlkDriver;
 import io.virtio4j.os.LinuxException;
 import io.virtio4j.vhost.frontend.BackendTimeoutException;
@@ -282,10 +284,10 @@ final class DriveBlk implements Callable<Integer> {
                 if (j.failure instanceof RequestsStalledException e) {
                     err.println("drive blk: " + e.getMessage());
                     stalled++;
-                } else if (j.failure instanceof InvalidUsedIdException e) {
-                    // counted as duplicated: the queue is broken and its requests in flight are lost
-                    err.println("drive blk: queue " + j.q + ": a completion for no request in flight (completed twice?): "
-                            + e.getMessage());
+                } else if (Job.isDuplicate(j.failure)) {
+                    // counted as duplicated: the queue ended there and its requests in flight are lost
+                    err.println("drive blk: queue " + j.q + ": a completion of no request in flight or of another "
+                            + "request (completed twice?): " + j.failure.getMessage());
                 } else if (j.failure != null) {
                     throw j.failure;
                 }
@@ -322,6 +324,8 @@ final class DriveBlk implements Callable<Integer> {
                 err.println("drive blk: stopping on a signal: draining the requests in flight");
                 long now = System.nanoTime();
                 for (Job j : jobs) {
+                    // stopped first: the job reads it after it lifts the deadline for its read-back (Job.run)
+                    j.stopped = true;
                     j.deadline = Math.min(j.deadline, now);
                 }
             }
@@ -557,7 +561,7 @@ final class DriveBlk implements Callable<Integer> {
         }
         if (lost > 0 || duplicated > 0) {
             err.println("drive blk: " + lost + " requests lost (issued, never completed), " + duplicated
-                    + " completions of no request in flight (duplicated)");
+                    + " completions of no request in flight or of another request on its id (duplicated)");
         }
         return ioErrors > 0 ? EXIT_IO_ERROR : lost > 0 || duplicated > 0 ? EXIT_LOST : verifyErrors > 0 ? EXIT_VERIFY_ERROR : 0;
     }
@@ -617,6 +621,7 @@ final class DriveBlk implements Callable<Integer> {
         private static final int WRITE_BYTES = 3;
         /** At most this many verify failures are described on stderr; the rest are counted. */
         private static final int DESCRIBED = 10;
+        private static final String USED_LENGTH = "used length";
         static final int RUN = 0;
         static final int HOLD = 1;
         static final int ABANDON = 2;
@@ -654,6 +659,8 @@ final class DriveBlk implements Callable<Integer> {
         private final long[] busy;
         private final BlockPattern pattern = new BlockPattern();
         volatile long deadline;
+        /** Set by the signal hook before it cuts {@link #deadline}: no read-back pass starts after it. */
+        volatile boolean stopped;
         /** Control thread to this one: {@link #RUN}, {@link #HOLD} (reconnecting) or {@link #ABANDON}. */
         volatile int control = RUN;
         /** This thread to the control thread: it holds, touching no ring, until {@link #control} changes. */
@@ -661,7 +668,11 @@ final class DriveBlk implements Callable<Integer> {
         /** Requests issued in all passes; those not completed at the end are lost. */
         long submittedTotal;
         long completedTotal;
-        /** Used ids that named no request in flight (the queue breaks at the first). */
+        /**
+         * Completions of no request in flight, or of another request than the one in flight on their id (a second
+         * completion landing on a reused id: the status still unwritten, or a used length this request cannot have,
+         * or one past its writable bytes); the queue ends at the first (see {@link #isDuplicate}).
+         */
         long duplicated;
         long ioErrors;
         long verifyErrors;
@@ -725,15 +736,33 @@ final class DriveBlk implements Callable<Integer> {
                     readBack = true;
                     sequential = 0;
                     issued = 0;
+                    // Lifted first, stopped read after (both volatile): either this thread sees the signal's flag
+                    // and cuts the deadline itself, or the hook's cut comes after this write and stands.
                     deadline = Long.MAX_VALUE;
+                    if (stopped) {
+                        deadline = System.nanoTime();
+                    }
                     load();
                 }
-            } catch (InvalidUsedIdException e) {
-                duplicated++;
-                failure = e;
             } catch (Exception e) {
+                if (isDuplicate(e)) {
+                    duplicated++;
+                }
                 failure = e;
             }
+        }
+
+        /**
+         * Whether {@code e} ended a queue on a completion of no request, or of another request than the one in
+         * flight on the id: a used id of no request in flight; a status byte still 0xFF (the driver pre-sets it: the
+         * device never finished this request, so the entry completes an earlier one that had the same id); a used
+         * length other than the request's ({@link #completed}); one past its writable bytes (a read's completion on a
+         * write). A status of another value is a device that wrote garbage, not a duplicate.
+         */
+        static boolean isDuplicate(Exception e) {
+            return e instanceof InvalidUsedIdException || e instanceof UsedLengthTooLargeException
+                    || e instanceof BadCompletionException b
+                    && (b.field().equals(USED_LENGTH) || b.field().equals("status") && b.value() == 0xFF);
         }
 
         /** Requests issued and never completed: the back-end went away for good, stalled, or broke the queue. */
@@ -872,9 +901,16 @@ final class DriveBlk implements Callable<Integer> {
 
         @Override
         public void completed(int slot, int status, long usedLength) {
+            boolean write = slotWrite[slot];
+            // A completed read wrote its data and the status, a write only the status (every back-end this drives
+            // says so: ours, qemu-storage-daemon). Checked on OK only: a failed request may report less.
+            long expected = write ? 1 : bs + 1L;
+            if (status == BlkLayout.S_OK && usedLength != expected) {
+                throw new BadCompletionException(q, slot, USED_LENGTH, usedLength, (write ? "a write" : "a read of " + bs
+                        + " bytes") + " returns " + expected + "; a completion of an earlier request on the same id?");
+            }
             long latency = System.nanoTime() - submitted[slot];
             completedTotal++;
-            boolean write = slotWrite[slot];
             long block = slotBlock[slot];
             if (write) {
                 writeLatency.record(latency);

@@ -303,9 +303,10 @@ final class BlkRequests {
     private void completed(int slot, long result) {
         if (log != null && kind[slot] == BlkLayout.T_IN) {
             // The kernel wrote the data into guest memory (part of it, maybe, when the read failed: marked all the
-            // same, the pages are changed): mark it now that it is there, before finish pushes the buffer.
+            // same, the pages are changed): mark it now that it is there, before finish pushes the buffer. On a
+            // broken queue too: the buffer will not come back, but its pages changed and the log is still the ring's.
             DeviceQueue q = queue;
-            if (q != null && !q.isBroken()) {
+            if (q != null) {
                 loggedRead(q, slot);
             }
         }

@@ -179,4 +179,34 @@ class BlkRequestsDirtyLogTest {
         assertNull(r.driver.pollUsed(), "the buffer is not returned as if its data were logged");
         assertEquals(0xEE, r.status(s), "no status was written either");
     }
+
+    /**
+     * A read that completes after its queue broke (on an earlier read's data outside the log) still has its data
+     * marked: the kernel wrote those pages, though the buffer never comes back.
+     */
+    @Test
+    void aReadCompletingAfterItsQueueBrokeIsStillMarked() throws IOException {
+        BlkRig r = rig();
+        long badHeader = r.header(BlkLayout.T_IN, 0);
+        long badStatus = r.alloc(1);
+        long goodHeader = r.header(BlkLayout.T_IN, 16);
+        long goodData = pageAligned(r, 4096);
+        long goodStatus = r.alloc(1);
+        r.alloc(64 * 1024); // past what a 1-byte log covers (8 pages: 32 KiB)
+        long badData = r.alloc(4096);
+        assertTrue(badData >= 8 * DirtyLog.PAGE_SIZE && goodData + 4096 <= 8 * DirtyLog.PAGE_SIZE);
+        DirtyLog log = log(1);
+        r.log(log);
+        r.post(new ScatterGather(3).readable(badHeader, 16).writable(badData, 4096).writable(badStatus, 1));
+        r.post(new ScatterGather(3).readable(goodHeader, 16).writable(goodData, 4096).writable(goodStatus, 1));
+        for (int i = 0; i < 10_000 && (r.requests.inFlight() > 0 || !r.device.isBroken()); i++) {
+            r.requests.pass(16);
+            Thread.onSpinWait();
+        }
+        assertTrue(r.device.isBroken(), "the queue breaks");
+        assertEquals(0, r.requests.inFlight(), "both reads done");
+        assertEquals(crc(MemorySegment.ofArray(disk).asSlice(16 * 512, 4096)), crc(r.mem, goodData, 4096),
+                "the second read's data is in guest memory");
+        assertTrue(log.isDirty(goodData >>> DirtyLog.PAGE_SHIFT), "and its page marked");
+    }
 }

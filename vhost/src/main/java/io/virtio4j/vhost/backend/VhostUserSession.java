@@ -94,11 +94,7 @@ public final class VhostUserSession implements AutoCloseable {
                 case GET_FEATURES -> {
                     return getFeatures().encode();
                 }
-                case SET_FEATURES -> {
-                    featuresRefused = true; // until it is accepted
-                    setFeatures(name, U64.decode(name, p));
-                    featuresRefused = false;
-                }
+                case SET_FEATURES -> setFeatures(name, U64.decode(name, p));
                 case SET_OWNER, RESET_OWNER -> {
                     // one front-end per connection: nothing to own; RESET_OWNER is deprecated
                 }
@@ -233,6 +229,7 @@ public final class VhostUserSession implements AutoCloseable {
     }
 
     private void setFeatures(String request, U64 payload) throws VhostUserProtocolException {
+        featuresRefused = true; // until it is accepted
         long f = payload.value();
         long unknown = f & ~offeredFeatures;
         if (unknown != 0) {
@@ -244,13 +241,19 @@ public final class VhostUserSession implements AutoCloseable {
                     "VIRTIO_F_VERSION_1 is required: this back-end speaks virtio 1.x (little-endian rings) only");
         }
         boolean logOnly = featuresSet && (f ^ features) == bit(ProtocolFeatures.VHOST_F_LOG_ALL);
-        vrings.features(request, f);
+        boolean switchLogging = vrings.features(request, f);
+        // Accepted: committed here as in the ring table before the rings restart, so that a ring that fails to
+        // (refused, the whole message answered with its error) leaves both with the features the front-end set.
         features = f;
         featuresSet = true;
+        featuresRefused = false;
         if (!logOnly) {
             // LOG_ALL alone toggled (a migration's start or end) is the back-end's business: the device's negotiation
             // has not changed, and telling it again would reset what follows from it (blk's cache mode)
             device.featuresNegotiated(f & ~bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES));
+        }
+        if (switchLogging) {
+            vrings.switchLogging(request);
         }
         if ((f & bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES)) == 0) {
             vrings.enableAll();

@@ -51,6 +51,15 @@ final class VringTable implements AutoCloseable {
     private InflightArea inflight;
     /** The dirty log (SET_LOG_BASE) rings log in while VHOST_F_LOG_ALL is negotiated, or null. */
     private DirtyLogArea log;
+    /**
+     * The log may be gone on the front-end's side: every ring stopped (GET_VRING_BASE, status 0) while LOG_ALL was
+     * negotiated. QEMU frees its log when its device stops (vhost_dev_stop's vhost_log_put) and, starting it again
+     * while migrating, sends the rings' setup and kicks first and the new SET_LOG_BASE after them; a ring started on
+     * the old log meanwhile would mark pages nobody reads, and the destination would get stale pages under used
+     * entries the guest consumed. So a ring with the log flag is held back, not started, while LOG_ALL is on and the
+     * log is stale or missing, until the next SET_LOG_BASE (or LOG_ALL or its flag cleared) starts it.
+     */
+    private boolean logStale;
     /** What stopped rings' call and error numbers refer to ({@link #sink()}), or null before the first. */
     private EventFd sink;
 
@@ -66,10 +75,12 @@ final class VringTable implements AutoCloseable {
 
     /**
      * New virtio features (SET_FEATURES); refused while a ring runs on different ones, but for VHOST_F_LOG_ALL alone,
-     * which a front-end sets and clears on running rings to start and end a migration: every started ring is then
-     * stopped and started again (see {@link #restartStarted}) and logs from its restart on, or no longer.
+     * which a front-end sets and clears on running rings to start and end a migration: every started ring must then
+     * be stopped and started again ({@link #switchLogging}) to log from its restart on, or no longer. Returns whether
+     * it must: the features are committed either way, and the caller commits its own before it switches, so that a
+     * ring that fails to restart leaves no two views of what was negotiated.
      */
-    void features(String request, long next) throws VhostUserProtocolException {
+    boolean features(String request, long next) throws VhostUserProtocolException {
         long logAll = ProtocolFeatures.bit(ProtocolFeatures.VHOST_F_LOG_ALL);
         boolean logOnly = (next ^ features) == logAll;
         for (Vring v : vrings) {
@@ -79,9 +90,12 @@ final class VringTable implements AutoCloseable {
             }
         }
         features = next;
-        if (logOnly) {
-            restartStarted(request);
-        }
+        return logOnly;
+    }
+
+    /** After {@link #features} switched VHOST_F_LOG_ALL alone: restarts the started rings (see {@link #restartStarted}). */
+    void switchLogging(String request) throws VhostUserProtocolException {
+        restartStarted(request);
     }
 
     /**
@@ -91,6 +105,7 @@ final class VringTable implements AutoCloseable {
     void log(String request, DirtyLogArea next) throws VhostUserProtocolException {
         DirtyLogArea previous = log;
         log = next;
+        logStale = false;
         try {
             if (logAll()) {
                 restartStarted(request);
@@ -113,12 +128,13 @@ final class VringTable implements AutoCloseable {
      * memory table swap's): its thread completes and publishes what it holds and lets the queue go, and the new
      * queue resumes where the old one stood, so no buffer is lost or taken twice; the queue and the device read
      * their log from a final field of what they were handed, so the hot path pays one null check and no volatile
-     * read for a switch that happens twice per migration. Every ring is tried; the first failure is thrown.
+     * read for a switch that happens twice per migration. Rings with the log flag that were held back (see
+     * {@link #logStale}) start here if they no longer are. Every ring is tried; the first failure is thrown.
      */
     private void restartStarted(String request) throws VhostUserProtocolException {
         VhostUserProtocolException first = null;
         for (Vring v : vrings) {
-            if (v.isStarted()) {
+            if (v.isStarted() || (v.addrFlags & VringAddress.F_LOG) != 0) {
                 stop(v);
                 try {
                     maybeStart(v, request);
@@ -240,6 +256,7 @@ final class VringTable implements AutoCloseable {
     VringState getBase(String request, VringState s) throws VhostUserProtocolException {
         Vring v = ring(request, s.index());
         stop(v);
+        staleIfAllStopped();
         // The ring is stopped: its kick and call fds go, new ones come with the next start (libvhost-user does so).
         v.closeKick();
         v.callFd.empty(this::sink);
@@ -388,10 +405,21 @@ final class VringTable implements AutoCloseable {
         dropLog();
     }
 
+    /** Once the front-end stopped every ring while logging, the log is taken as gone (see {@link #logStale}). */
+    private void staleIfAllStopped() {
+        for (Vring v : vrings) {
+            if (v.isStarted()) {
+                return;
+            }
+        }
+        logStale |= logAll() && log != null;
+    }
+
     /** Forgets the dirty log; it is unmapped once no ring logs in it (the connection's end, a reset). */
     void dropLog() {
         DirtyLogArea previous = log;
         log = null;
+        logStale = false;
         if (previous != null) {
             previous.retired = true;
             unmapWhenUnused(previous);
@@ -407,6 +435,7 @@ final class VringTable implements AutoCloseable {
     void stopForReset() {
         try {
             stopAll();
+            staleIfAllStopped();
         } finally {
             for (Vring v : vrings) {
                 if (!v.isStarted()) {
@@ -511,6 +540,9 @@ final class VringTable implements AutoCloseable {
         if (v.isStarted() || !v.kickSet || !v.enabled || v.num == 0 || !v.addrSet || table.isEmpty()) {
             return;
         }
+        if (logAll() && (v.addrFlags & VringAddress.F_LOG) != 0 && (log == null || logStale)) {
+            return; // held back until a log the front-end reads arrives (see logStale)
+        }
         RingAreas areas = ringAreas(table, request, v);
         InflightArea area = inflight;
         MemorySegment region = area != null ? inflightRegion(request, v, area) : null;
@@ -605,7 +637,11 @@ final class VringTable implements AutoCloseable {
             checkLogged(request, v, "desc", descGpa, descBytes, log);
             checkLogged(request, v, "log", v.logAddr, PackedLayout.EVENT_SIZE, log);
         } else {
-            checkLogged(request, v, "log", v.logAddr, SplitLayout.usedRingBytes(v.num), log);
+            // avail_event (the used ring's last 2 bytes) only with EVENT_IDX: the queue never writes it otherwise,
+            // and QEMU sizes its log by the used ring without it (vhost_get_used_size), so counting it would refuse
+            // a used ring that ends at the top of guest memory, and a refusal during a log switch aborts QEMU 7.2
+            long usedBytes = SplitLayout.usedRingBytes(v.num) - (VirtioFeatures.has(features, VirtioFeatures.EVENT_IDX) ? 0 : 2);
+            checkLogged(request, v, "log", v.logAddr, usedBytes, log);
         }
         queue.logUsed(log, v.logAddr, descGpa);
     }

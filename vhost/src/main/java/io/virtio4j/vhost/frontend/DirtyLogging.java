@@ -19,7 +19,8 @@ import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
  * sized for the session's guest memory in a sealed memfd shared with the back-end (SET_LOG_BASE), VHOST_F_LOG_ALL
  * added to the features (SET_FEATURES) and the log flag set on every ring with its used ring's guest-physical
  * address (SET_VRING_ADDR), the rings running throughout; {@link #takeDirtyPages} reads and clears the log as a
- * migration's passes do, {@link #stop} switches logging off again. QEMU's order ({@code vhost_dev_set_log}).
+ * migration's passes do, {@link #stop} switches logging off again. Both in QEMU's order ({@code vhost_dev_set_log}:
+ * features, then the rings).
  *
  * <p>Not thread-safe; the log itself may be read while the back-end writes it (atomic OR there, atomic AND-NOT
  * here).
@@ -99,14 +100,18 @@ public final class DirtyLogging implements AutoCloseable {
         return dirty;
     }
 
-    /** Switches logging off: the rings' log flags cleared, then VHOST_F_LOG_ALL; the log stays readable. */
+    /**
+     * Switches logging off in QEMU's order, as for the start ({@code vhost_dev_set_log(false)}): VHOST_F_LOG_ALL
+     * cleared first (the rings restart unlogged with their log flag still set), then the rings' log flags; the log
+     * stays readable.
+     */
     public void stop() {
         if (!logging) {
             return;
         }
         logging = false;
-        ringFlags(false);
         session.frontend().setFeatures(session.features());
+        ringFlags(false);
     }
 
     /**

@@ -287,6 +287,101 @@ class DirtyLogSessionTest {
         }
     }
 
+    /**
+     * A split used ring that ends at the last byte the log covers: without EVENT_IDX its avail_event is never
+     * written, so it is not counted (as QEMU sizes its log) and the ring starts logging; with EVENT_IDX those 2 bytes
+     * are past the log and the ring is refused.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void aUsedRingsAvailEventCountsForTheLogOnlyWithEventIdx(boolean eventIdx) throws Exception {
+        Device device = new Device(true);
+        long features = eventIdx ? SPLIT : SPLIT & ~VirtioFeatures.bit(VirtioFeatures.EVENT_IDX);
+        try (VhostUserSession s = negotiated(device, bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK),
+                features)) {
+            s.handle(logBase(8, 0, Memfd.create("log", 4096))); // 64 pages: 256 KiB
+            s.handle(message(Request.SET_FEATURES, new U64(features | LOG_ALL).encode()));
+            startRing(s, 0, 0);
+            long end = 64 * DirtyLog.PAGE_SIZE - (4 + 8 * 8); // flags, idx and 8 elements end the log, avail_event past
+            if (eventIdx) {
+                refused(s, addr(VringAddress.F_LOG, USER, end), "vring[0].log", end);
+                assertEquals(List.of("start 0", "stop 0"), device.calls);
+            } else {
+                s.handle(addr(VringAddress.F_LOG, USER, end));
+                assertEquals(List.of("start 0", "stop 0", "start 0"), device.calls);
+                assertNotNull(device.started.getLast().dirtyLog(), "logging");
+            }
+        }
+    }
+
+    /**
+     * SET_FEATURES with LOG_ALL whose ring fails to restart (its used ring past the log) is refused, yet the features
+     * are committed in the session as in the ring table: FEATURES_OK then stays in the status, and clearing LOG_ALL
+     * again is the log switch it is (no new negotiation for the device), not a change of features.
+     */
+    @Test
+    void aLogSwitchWhoseRingFailsToRestartLeavesTheFeaturesCommittedEverywhere() throws Exception {
+        Device device = new Device(true);
+        long protocol = bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK) | bit(ProtocolFeatures.STATUS);
+        try (VhostUserSession s = negotiated(device, protocol, SPLIT)) {
+            s.handle(logBase(8, 0, Memfd.create("log", 4096))); // 64 pages: 256 KiB
+            long past = 64 * DirtyLog.PAGE_SIZE - 8; // the used ring's first bytes in page 63, the rest in page 64
+            startRing(s, VringAddress.F_LOG, past);
+            int negotiations = device.negotiations.size();
+            refused(s, message(Request.SET_FEATURES, new U64(SPLIT | LOG_ALL).encode()), "vring[0].log", past);
+            assertEquals(List.of("start 0", "stop 0"), device.calls, "stopped, not started on a log it would overflow");
+
+            s.handle(message(Request.SET_STATUS, new U64(VhostUserSession.STATUS_FEATURES_OK).encode()));
+            assertEquals(VhostUserSession.STATUS_FEATURES_OK,
+                    U64.decode("GET_STATUS", MemorySegment.ofArray(s.handle(message(Request.GET_STATUS, new byte[0]))))
+                            .value(), "the features were accepted");
+            s.handle(message(Request.SET_FEATURES, new U64(SPLIT).encode()));
+            assertEquals(negotiations, device.negotiations.size(), "LOG_ALL alone cleared: no new negotiation");
+        }
+    }
+
+    /**
+     * QEMU stopping and starting a vhost-user-net device while migrating (a guest resetting its NIC): the rings stop
+     * with GET_VRING_BASE (not disabled: vrings=false) and QEMU frees its log; the start sends the ring's setup with
+     * the log flag and its kick before the new SET_LOG_BASE. The ring is held back at its kick rather than started on
+     * the old log, and starts on the new one when it arrives.
+     */
+    @Test
+    void aRingRestartedAfterEveryRingStoppedWhileLoggingWaitsForTheNewLog() throws Exception {
+        Device device = new Device(true);
+        try (VhostUserSession s = negotiated(device)) {
+            s.handle(logBase(4096, 0, Memfd.create("log", 4096)));
+            s.handle(message(Request.SET_FEATURES, new U64(SPLIT | LOG_ALL).encode()));
+            startRing(s, VringAddress.F_LOG, USED_GPA);
+            assertEquals(List.of("start 0"), device.calls);
+
+            s.handle(message(Request.GET_VRING_BASE, new VringState(0, 0).encode()));
+            s.handle(message(Request.SET_FEATURES, new U64(SPLIT | LOG_ALL).encode()));
+            s.handle(message(Request.SET_VRING_NUM, new VringState(0, 8).encode()));
+            s.handle(message(Request.SET_VRING_BASE, new VringState(0, 0).encode()));
+            s.handle(addr(VringAddress.F_LOG, USER, USED_GPA));
+            s.handle(message(Request.SET_VRING_KICK, new VringFd(0, true).encode()));
+            assertEquals(List.of("start 0", "stop 0"), device.calls, "held back: the old log is no longer read");
+
+            s.handle(logBase(8192, 0, Memfd.create("new", 8192)));
+            assertEquals(List.of("start 0", "stop 0", "start 0"), device.calls, "started on the new log");
+            assertEquals(8192 * 8, device.started.getLast().dirtyLog().pages());
+        }
+    }
+
+    /** Without LOG_ALL a stop and start needs no new log: the ring starts at its kick as ever. */
+    @Test
+    void aRingRestartedAfterEveryRingStoppedWithoutLogAllStartsAtItsKick() throws Exception {
+        Device device = new Device(true);
+        try (VhostUserSession s = negotiated(device)) {
+            s.handle(logBase(4096, 0, Memfd.create("log", 4096)));
+            startRing(s, VringAddress.F_LOG, USED_GPA);
+            s.handle(message(Request.GET_VRING_BASE, new VringState(0, 0).encode()));
+            s.handle(message(Request.SET_VRING_KICK, new VringFd(0, true).encode()));
+            assertEquals(List.of("start 0", "stop 0", "start 0"), device.calls);
+        }
+    }
+
     @Test
     void aNewLogBaseWhileLoggingRestartsTheRingOverIt() throws Exception {
         Device device = new Device(true);
