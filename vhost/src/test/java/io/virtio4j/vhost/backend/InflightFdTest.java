@@ -33,12 +33,12 @@ import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import static io.virtio4j.vhost.backend.SessionMessages.message;
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * GET_INFLIGHT_FD and SET_INFLIGHT_FD in the back-end's session: the area handed out (size, zeroes, seals), every
@@ -106,23 +106,13 @@ class InflightFdTest {
         }
     }
 
-    private static Message message(Request r, byte[] payload, FileDescriptor... fds) {
-        return new Message(r.code(), ProtocolFeatures.VERSION, MemorySegment.ofArray(payload), fds);
-    }
-
     private static VhostUserSession negotiated(VirtioDevice device, long features) throws VhostUserProtocolException {
-        VhostUserSession s = new VhostUserSession(device, BackendOptions.defaults());
-        s.handle(message(Request.SET_PROTOCOL_FEATURES, new U64(bit(ProtocolFeatures.MQ)
-                | bit(ProtocolFeatures.INFLIGHT_SHMFD) | bit(ProtocolFeatures.REPLY_ACK)).encode()));
-        s.handle(message(Request.SET_FEATURES, new U64(features).encode()));
-        return s;
+        return SessionMessages.negotiated(device, bit(ProtocolFeatures.MQ) | bit(ProtocolFeatures.INFLIGHT_SHMFD)
+                | bit(ProtocolFeatures.REPLY_ACK), features);
     }
 
     private static void refused(VhostUserSession s, Message m, String field, long value) {
-        VhostUserProtocolException e = assertThrows(VhostUserProtocolException.class, () -> s.handle(m));
-        assertEquals(m.name(), e.request());
-        assertEquals(field, e.field(), e.getMessage());
-        assertEquals(value, e.value(), e.getMessage());
+        SessionMessages.refused(s, m, field, value);
         assertNull(s.takeReplyFd(), "no descriptor goes with a refusal");
     }
 
