@@ -139,6 +139,14 @@ class HostileFrontendTest {
     }
 
     /** The back-end closed the connection: end of stream, or a reset when it left our bytes unread. */
+    /** One raw request ({@code code}, {@code flags}, {@code payload}, {@code fds}) that must make the back-end close. */
+    private void closedBy(boolean replyAck, int code, int flags, byte[] payload, FileDescriptor... fds) {
+        attack(replyAck, fe -> {
+            fe.sendRaw(code, flags, payload, fds);
+            expectClosed(fe);
+        });
+    }
+
     private static void expectClosed(VhostUserFrontend fe) {
         Reply r;
         try {
@@ -248,34 +256,22 @@ class HostileFrontendTest {
     @ParameterizedTest(name = "flags 0x{0}")
     @ValueSource(ints = {0x0, 0x2, 0x3, 0x8})
     void badVersionBitsCloseTheConnection(int flags) {
-        attack(false, fe -> {
-            fe.sendRaw(Request.SET_FEATURES.code(), flags, u64(OFFERED));
-            expectClosed(fe);
-        });
+        closedBy(false, Request.SET_FEATURES.code(), flags, u64(OFFERED));
     }
 
     @Test
     void replyFlagFromTheFrontEndClosesTheConnection() {
-        attack(false, fe -> {
-            fe.sendRaw(Request.GET_FEATURES.code(), V | ProtocolFeatures.FLAG_REPLY, new byte[0]);
-            expectClosed(fe);
-        });
+        closedBy(false, Request.GET_FEATURES.code(), V | ProtocolFeatures.FLAG_REPLY, new byte[0]);
     }
 
     @Test
     void setFeaturesWithSixteenBytesClosesTheConnection() {
-        attack(false, fe -> {
-            fe.sendRaw(Request.SET_FEATURES.code(), V, new byte[16]);
-            expectClosed(fe);
-        });
+        closedBy(false, Request.SET_FEATURES.code(), V, new byte[16]);
     }
 
     @Test
     void getFeaturesLargerThanAnyPayloadClosesTheConnection() {
-        attack(false, fe -> {
-            fe.sendRaw(Request.GET_FEATURES.code(), V, new byte[300]);
-            expectClosed(fe);
-        });
+        closedBy(false, Request.GET_FEATURES.code(), V, new byte[300]);
     }
 
     @Test
@@ -293,40 +289,28 @@ class HostileFrontendTest {
     @Test
     void twoEventFdsWithSetVringKickCloseTheConnection() {
         try (EventFd a = eventFd(); EventFd b = eventFd()) {
-            attack(false, fe -> {
-                fe.sendRaw(Request.SET_VRING_KICK.code(), V, u64(0), a.fileDescriptor(), b.fileDescriptor());
-                expectClosed(fe);
-            });
+            closedBy(false, Request.SET_VRING_KICK.code(), V, u64(0), a.fileDescriptor(), b.fileDescriptor());
         }
     }
 
     @Test
     void anFdWithSetFeaturesClosesTheConnection() {
         try (EventFd a = eventFd()) {
-            attack(false, fe -> {
-                fe.sendRaw(Request.SET_FEATURES.code(), V, u64(OFFERED), a.fileDescriptor());
-                expectClosed(fe);
-            });
+            closedBy(false, Request.SET_FEATURES.code(), V, u64(OFFERED), a.fileDescriptor());
         }
     }
 
     @Test
     void anFdWithGetFeaturesClosesTheConnection() {
         try (EventFd a = eventFd()) {
-            attack(false, fe -> {
-                fe.sendRaw(Request.GET_FEATURES.code(), V, new byte[0], a.fileDescriptor());
-                expectClosed(fe);
-            });
+            closedBy(false, Request.GET_FEATURES.code(), V, new byte[0], a.fileDescriptor());
         }
     }
 
     /** Bad framing is never answered, even when the front-end asks for an acknowledgement. */
     @Test
     void badFramingClosesEvenWithReplyAckAndNeedReply() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_FEATURES.code(), NEED, new byte[16]);
-            expectClosed(fe);
-        });
+        closedBy(true, Request.SET_FEATURES.code(), NEED, new byte[16]);
     }
 
     /**
@@ -854,15 +838,9 @@ class HostileFrontendTest {
      */
     @Test
     void aFailedRequestWhoseReplyHasNoErrorFormClosesTheConnection() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.GET_VRING_BASE.code(), NEED, state(7, 0));
-            expectClosed(fe);
-        });
+        closedBy(true, Request.GET_VRING_BASE.code(), NEED, state(7, 0));
         try (EventFd a = eventFd()) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.GET_STATUS.code(), NEED, new byte[0], a.fileDescriptor());
-                expectClosed(fe);
-            });
+            closedBy(true, Request.GET_STATUS.code(), NEED, new byte[0], a.fileDescriptor());
         }
     }
 
@@ -1313,25 +1291,16 @@ class HostileFrontendTest {
 
     @Test
     void protocolErrorWithoutReplyAckClosesTheConnection() {
-        attack(false, fe -> {
-            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(0, 3));
-            expectClosed(fe);
-        });
+        closedBy(false, Request.SET_VRING_NUM.code(), NEED, state(0, 3));
     }
 
     @Test
     void protocolErrorWithoutNeedReplyClosesTheConnection() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_VRING_NUM.code(), V, state(0, 3));
-            expectClosed(fe);
-        });
+        closedBy(true, Request.SET_VRING_NUM.code(), V, state(0, 3));
     }
 
     @Test
     void unknownRequestWithoutReplyAckClosesTheConnection() {
-        attack(false, fe -> {
-            fe.sendRaw(99, V, new byte[0]);
-            expectClosed(fe);
-        });
+        closedBy(false, 99, V, new byte[0]);
     }
 }
