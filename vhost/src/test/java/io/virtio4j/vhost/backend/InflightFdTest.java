@@ -291,9 +291,7 @@ class InflightFdTest {
             assertNull(s.handle(message(Request.SET_INFLIGHT_FD, new InflightDescription(bytes, offset, 1, 256).encode(),
                     unsealed.duplicate())));
             memory(s, Memfd.create("guest", MEM));
-            for (Message m : ring(0, 256)) {
-                s.handle(m);
-            }
+            startRing(s, 0, 256);
             assertEquals(List.of("start 0"), device.calls);
             MemorySegment seen = Mmap.mapShared(unsealed, offset, bytes, arena);
             assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_VERSION),
@@ -327,11 +325,7 @@ class InflightFdTest {
                     unsealed.duplicate()));
             Memfd.truncate(unsealed, 0);
             memory(s, Memfd.create("guest", MEM));
-            Message[] setup = ring(0, 256);
-            for (int i = 0; i < setup.length - 1; i++) {
-                s.handle(setup[i]);
-            }
-            refused(s, setup[setup.length - 1], "vring[0].inflight", 0);
+            enableRefused(s, 0, 256, "vring[0].inflight", 0);
             assertFalse(device.calls.contains("start 0"), "the ring is not started");
             Memfd.truncate(unsealed, bytes);
             s.handle(message(Request.SET_VRING_ENABLE, new VringState(0, 1).encode()));
@@ -357,6 +351,44 @@ class InflightFdTest {
                 message(Request.SET_VRING_ENABLE, new VringState(index, 1).encode())};
     }
 
+    /** Sets ring {@code index} up and enables it, which starts it. */
+    private static void startRing(VhostUserSession s, int index, int num) throws VhostUserProtocolException {
+        for (Message m : ring(index, num)) {
+            s.handle(m);
+        }
+    }
+
+    /** Sets ring {@code index} up; the enable that would start it must be refused naming {@code field}. */
+    private static void enableRefused(VhostUserSession s, int index, int num, String field, long value)
+            throws VhostUserProtocolException {
+        Message[] setup = ring(index, num);
+        for (int i = 0; i < setup.length - 1; i++) {
+            s.handle(setup[i]);
+        }
+        refused(s, setup[setup.length - 1], field, value);
+    }
+
+    private static long features(RingFormat format) {
+        return format == RingFormat.PACKED ? PACKED : SPLIT;
+    }
+
+    private static int versionField(RingFormat format) {
+        return format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
+    }
+
+    /**
+     * Asserts that region {@code index} of an area for queues of {@code areaSize} was initialised by its ring: at
+     * the area's stride, version 1 and desc_num the area's queue size.
+     */
+    private static void assertInitialised(MemorySegment area, RingFormat format, int areaSize, int index) {
+        long region = index * InflightLayout.queueRegionBytes(format, areaSize);
+        int descNum = format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
+        assertEquals(InflightLayout.VERSION, area.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + versionField(format)),
+                "ring " + index + " initialised region " + index);
+        assertEquals(areaSize, area.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + descNum),
+                "desc_num of region " + index + " is the area's queue size");
+    }
+
     private static void startRefused(int ringIndex, int ringSize, int areaQueues, int areaSize, long features,
                                      String field, long value) throws Exception {
         FileDescriptor[] fd = new FileDescriptor[1];
@@ -364,11 +396,7 @@ class InflightFdTest {
         try (VhostUserSession s = negotiated(device, features)) {
             get(s, areaQueues, areaSize, fd);
             memory(s, Memfd.create("guest", MEM));
-            Message[] setup = ring(ringIndex, ringSize);
-            for (int i = 0; i < setup.length - 1; i++) {
-                s.handle(setup[i]);
-            }
-            refused(s, setup[setup.length - 1], field, value);
+            enableRefused(s, ringIndex, ringSize, field, value);
             assertFalse(device.calls.contains("start " + ringIndex), "the ring is not started");
         } finally {
             fd[0].close();
@@ -395,22 +423,15 @@ class InflightFdTest {
     void aRingSmallerThanTheAreasQueueSizeRecordsInItsRegion(RingFormat format) throws Exception {
         FileDescriptor[] fd = new FileDescriptor[1];
         Device device = new Device();
-        try (VhostUserSession s = negotiated(device, format == RingFormat.PACKED ? PACKED : SPLIT);
+        try (VhostUserSession s = negotiated(device, features(format));
              Arena arena = Arena.ofConfined()) {
             InflightDescription d = get(s, 2, 1024, fd);
             MemorySegment seen = Mmap.mapShared(fd[0], d.mmapSize(), arena);
             memory(s, Memfd.create("guest", MEM));
-            for (Message m : ring(1, 128)) {
-                s.handle(m);
-            }
+            startRing(s, 1, 128);
             assertEquals(List.of("start 1"), device.calls);
-            long region = InflightLayout.queueRegionBytes(format, 1024);
-            int version = format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
-            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + version),
-                    "ring 1 initialised region 1, at the area's stride");
-            int descNum = format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
-            assertEquals(1024, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + descNum),
-                    "desc_num is the area's queue size, as DPDK writes it");
+            // region 1 at the area's stride, desc_num the area's queue size as DPDK writes it
+            assertInitialised(seen, format, 1024, 1);
             s.handle(message(Request.GET_VRING_BASE, new VringState(1, 0).encode()));
         } finally {
             fd[0].close();
@@ -425,11 +446,7 @@ class InflightFdTest {
             get(s, 1, 256, fd); // a split area; then the front-end renegotiates packed rings
             s.handle(message(Request.SET_FEATURES, new U64(PACKED).encode()));
             memory(s, Memfd.create("guest", MEM));
-            Message[] setup = ring(0, 256);
-            for (int i = 0; i < setup.length - 1; i++) {
-                s.handle(setup[i]);
-            }
-            refused(s, setup[setup.length - 1], "features", PACKED);
+            enableRefused(s, 0, 256, "features", PACKED);
         } finally {
             fd[0].close();
         }
@@ -445,22 +462,15 @@ class InflightFdTest {
         FileDescriptor[] first = new FileDescriptor[1];
         FileDescriptor[] second = new FileDescriptor[1];
         Device device = new Device();
-        try (VhostUserSession s = negotiated(device, format == RingFormat.PACKED ? PACKED : SPLIT);
+        try (VhostUserSession s = negotiated(device, features(format));
              Arena arena = Arena.ofConfined()) {
             InflightDescription d = get(s, 2, 256, first);
             MemorySegment seen = Mmap.mapShared(first[0], d.mmapSize(), arena);
             memory(s, Memfd.create("guest", MEM));
-            for (Message m : ring(1, 256)) {
-                s.handle(m);
-            }
+            startRing(s, 1, 256);
             assertEquals(List.of("start 1"), device.calls);
-            long region = InflightLayout.queueRegionBytes(format, 256);
-            int version = format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
-            int descNum = format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
-            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + version),
-                    "ring 1 initialised region 1");
-            assertEquals(256, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + descNum));
-            assertEquals(0, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, version), "region 0 untouched");
+            assertInitialised(seen, format, 256, 1);
+            assertEquals(0, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, versionField(format)), "region 0 untouched");
 
             device.deferRetire = true;
             get(s, 2, 256, second); // a new area while ring 1 runs on the first
@@ -499,9 +509,7 @@ class InflightFdTest {
             mem.set(ValueLayout.JAVA_SHORT_UNALIGNED, avail + SplitLayout.AVAIL_RING, (short) 0);
             mem.set(ValueLayout.JAVA_SHORT_UNALIGNED, avail + SplitLayout.AVAIL_IDX, (short) 1);
             memory(s, guest.duplicate());
-            for (Message m : ring(0, 256)) {
-                s.handle(m);
-            }
+            startRing(s, 0, 256);
             DeviceQueue queue = device.started.getFirst().queue();
             DescriptorChain chain = queue.pop();
             assertEquals(0, chain.head());
@@ -547,11 +555,7 @@ class InflightFdTest {
             forged.set(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_VERSION, (short) InflightLayout.VERSION);
             forged.set(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_DESC_NUM, (short) 255);
             memory(s, Memfd.create("guest", MEM));
-            Message[] setup = ring(0, 256);
-            for (int i = 0; i < setup.length - 1; i++) {
-                s.handle(setup[i]);
-            }
-            refused(s, setup[setup.length - 1], "vring[0].inflight.desc_num", 255);
+            enableRefused(s, 0, 256, "vring[0].inflight.desc_num", 255);
             assertFalse(device.calls.contains("start 0"), "the ring is not started");
         } finally {
             fd[0].close();
