@@ -1,5 +1,6 @@
 package io.virtio4j.devices.blk;
 
+import io.virtio4j.devices.DirtyPages;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.error.DirtyLogOverflowException;
 import io.virtio4j.core.layout.RingFormat;
@@ -23,6 +24,8 @@ import java.nio.file.Path;
 import java.util.BitSet;
 import java.util.SplittableRandom;
 
+import static io.virtio4j.devices.DirtyPages.pages;
+import static io.virtio4j.devices.DirtyPages.marked;
 import static io.virtio4j.testkit.Bytes.crc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -76,17 +79,7 @@ class BlkRequestsDirtyLogTest {
 
     /** A log of {@code bytes} (covering {@code bytes * 8} pages of the rig's guest memory, which starts at 0). */
     private DirtyLog log(long bytes) {
-        return new DirtyLog(arena.allocate((bytes + 7) & ~7L, 8), 0, bytes);
-    }
-
-    private static BitSet marked(DirtyLog log) {
-        BitSet b = new BitSet();
-        for (long p = 0; p < log.pages(); p++) {
-            if (log.isDirty(p)) {
-                b.set((int) p);
-            }
-        }
-        return b;
+        return DirtyPages.log(arena, bytes);
     }
 
     /** {@code n} bytes of the rig's memory from the start of a page no earlier allocation touches. */
@@ -99,12 +92,6 @@ class BlkRequestsDirtyLogTest {
         long p = r.alloc(n);
         assertEquals(0, p % 4096, "page-aligned");
         return p;
-    }
-
-    private static void pages(BitSet set, long gpa, long len) {
-        for (long p = gpa >>> DirtyLog.PAGE_SHIFT; p <= (gpa + len - 1) >>> DirtyLog.PAGE_SHIFT; p++) {
-            set.set((int) p);
-        }
     }
 
     @Test
