@@ -5,7 +5,6 @@ import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
-import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.blk.BlkDevice;
 import io.virtio4j.devices.blk.BlkLayout;
