@@ -147,6 +147,14 @@ class HostileFrontendTest {
         });
     }
 
+    /** One request with NEED_REPLY, on a REPLY_ACK connection, that must get a failure reply (and no close). */
+    private void failureAckFor(Request request, byte[] payload, FileDescriptor... fds) {
+        attack(true, fe -> {
+            fe.sendRaw(request.code(), NEED, payload, fds);
+            expectFailureAck(fe, request.code());
+        });
+    }
+
     private static void expectClosed(VhostUserFrontend fe) {
         Reply r;
         try {
@@ -492,10 +500,7 @@ class HostileFrontendTest {
 
     @Test
     void ringIndexBeyondTheQueuesGetsAFailureReply() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(7, 256));
-            expectFailureAck(fe, Request.SET_VRING_NUM.code());
-        });
+        failureAckFor(Request.SET_VRING_NUM, state(7, 256));
     }
 
     @ParameterizedTest(name = "queue size {0}")
@@ -511,29 +516,20 @@ class HostileFrontendTest {
 
     @Test
     void memTableWithNoRegionsGetsAFailureReply() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(0));
-            expectFailureAck(fe, Request.SET_MEM_TABLE.code());
-        });
+        failureAckFor(Request.SET_MEM_TABLE, memTable(0));
     }
 
     @Test
     void memTableAnnouncingNineRegionsGetsAFailureReply() {
         try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(9, region(0, MEM, USER, 0)), mem);
-                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
-            });
+            failureAckFor(Request.SET_MEM_TABLE, memTable(9, region(0, MEM, USER, 0)), mem);
         }
     }
 
     @Test
     void memTableWhoseSizeDoesNotMatchItsRegionsGetsAFailureReply() {
         try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(2, region(0, MEM, USER, 0)), mem, mem);
-                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
-            });
+            failureAckFor(Request.SET_MEM_TABLE, memTable(2, region(0, MEM, USER, 0)), mem, mem);
         }
     }
 
@@ -573,20 +569,14 @@ class HostileFrontendTest {
     @Test
     void memTableWithAZeroSizedRegionGetsAFailureReply() {
         try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, region(0, 0, USER, 0)), mem);
-                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
-            });
+            failureAckFor(Request.SET_MEM_TABLE, memTable(1, region(0, 0, USER, 0)), mem);
         }
     }
 
     @Test
     void memTableWrappingTheAddressSpaceGetsAFailureReply() {
         try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, region(-4096, MEM, USER, 0)), mem);
-                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
-            });
+            failureAckFor(Request.SET_MEM_TABLE, memTable(1, region(-4096, MEM, USER, 0)), mem);
         }
     }
 
@@ -742,10 +732,7 @@ class HostileFrontendTest {
 
     @Test
     void aStatusBeyondOneByteIsRefused() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_STATUS.code(), NEED, u64(0x10F));
-            expectFailureAck(fe, Request.SET_STATUS.code());
-        });
+        failureAckFor(Request.SET_STATUS, u64(0x10F));
     }
 
     /**
@@ -951,10 +938,7 @@ class HostileFrontendTest {
                 expectFailureAck(fe, Request.SET_VRING_NUM.code());
             }
         });
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(0, 250));
-            expectFailureAck(fe, Request.SET_VRING_NUM.code());
-        });
+        failureAckFor(Request.SET_VRING_NUM, state(0, 250));
     }
 
     /**
@@ -1077,10 +1061,7 @@ class HostileFrontendTest {
     /** A split ring's base is a 16-bit index: a larger value is refused. */
     @Test
     void splitBaseBeyondSixteenBitsIsRefused() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_VRING_BASE.code(), NEED, state(0, 0x1_0000));
-            expectFailureAck(fe, Request.SET_VRING_BASE.code());
-        });
+        failureAckFor(Request.SET_VRING_BASE, state(0, 0x1_0000));
     }
 
     /** Ring 0 over {@code mem}, started with {@code kick}. */
@@ -1272,19 +1253,13 @@ class HostileFrontendTest {
     @Test
     void nofdWithAnFdGetsAFailureReplyAndTheFdIsClosed() {
         try (EventFd a = eventFd()) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(VringFd.NOFD), a.fileDescriptor());
-                expectFailureAck(fe, Request.SET_VRING_KICK.code());
-            });
+            failureAckFor(Request.SET_VRING_KICK, u64(VringFd.NOFD), a.fileDescriptor());
         }
     }
 
     @Test
     void kickWithoutFdOrNofdGetsAFailureReply() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(0));
-            expectFailureAck(fe, Request.SET_VRING_KICK.code());
-        });
+        failureAckFor(Request.SET_VRING_KICK, u64(0));
     }
 
     // ---- protocol errors without an acknowledgement asked for: the connection is closed ----
