@@ -53,10 +53,8 @@ class DirtyLogSessionTest {
     private static final long USED_GPA = 0x2000;
 
     /** One queue; logs (LOG_ALL) unless told not to; records starts, stops and the contexts it is handed. */
-    private static class Device implements VirtioDevice {
+    private static class Device extends RecordingDevice {
         final boolean logs;
-        final List<String> calls = new CopyOnWriteArrayList<>();
-        final List<QueueContext> started = new CopyOnWriteArrayList<>();
         final List<Long> negotiations = new CopyOnWriteArrayList<>();
 
         Device(boolean logs) {
@@ -79,24 +77,8 @@ class DirtyLogSessionTest {
         }
 
         @Override
-        public byte[] config() {
-            return new byte[0];
-        }
-
-        @Override
         public void featuresNegotiated(long features) {
             negotiations.add(features);
-        }
-
-        @Override
-        public void startQueue(int index, QueueContext queue) {
-            calls.add("start " + index);
-            started.add(queue);
-        }
-
-        @Override
-        public void stopQueue(int index) {
-            calls.add("stop " + index);
         }
     }
 

@@ -31,7 +31,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import static io.virtio4j.vhost.backend.SessionMessages.message;
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
@@ -54,12 +53,7 @@ class InflightFdTest {
     private static final long MEM = 64 * 1024;
 
     /** Four queues of at most 1024, MQ and INFLIGHT_SHMFD; records starts and what it is given to unmap. */
-    private static class Device implements VirtioDevice {
-        final List<String> calls = new CopyOnWriteArrayList<>();
-        final List<Runnable> retired = new CopyOnWriteArrayList<>();
-        final List<QueueContext> started = new CopyOnWriteArrayList<>();
-        volatile boolean deferRetire;
-
+    private static class Device extends RecordingDevice {
         @Override
         public long features() {
             return FakeDevice.FEATURES;
@@ -78,31 +72,6 @@ class InflightFdTest {
         @Override
         public int maxQueueSize() {
             return 1024;
-        }
-
-        @Override
-        public byte[] config() {
-            return new byte[0];
-        }
-
-        @Override
-        public void startQueue(int index, QueueContext queue) {
-            calls.add("start " + index);
-            started.add(queue);
-        }
-
-        @Override
-        public void stopQueue(int index) {
-            calls.add("stop " + index);
-        }
-
-        @Override
-        public void retire(Runnable unmap) {
-            if (deferRetire) {
-                retired.add(unmap);
-            } else {
-                unmap.run();
-            }
         }
     }
 
