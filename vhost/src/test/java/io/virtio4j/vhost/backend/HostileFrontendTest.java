@@ -189,10 +189,13 @@ class HostileFrontendTest {
         assertEquals(0, r.u64(), "REPLY_ACK status of a valid request");
     }
 
-    /** The back-end's log lines about refused requests while open, to check which field a refusal names. */
+    /**
+     * What {@code source} logs while open: by default the connection's lines about refused requests, to check which
+     * field a refusal names.
+     */
     private static final class Rejections implements AutoCloseable {
-        private final Logger logger = Logger.getLogger(VhostUserConnection.class.getName());
-        private final List<String> lines = new CopyOnWriteArrayList<>();
+        private final Logger logger;
+        final List<String> lines = new CopyOnWriteArrayList<>();
         private final Handler handler = new Handler() {
             @Override
             public void publish(LogRecord r) {
@@ -209,6 +212,11 @@ class HostileFrontendTest {
         };
 
         Rejections() {
+            this(VhostUserConnection.class);
+        }
+
+        Rejections(Class<?> source) {
+            logger = Logger.getLogger(source.getName());
             logger.addHandler(handler);
         }
 
@@ -840,25 +848,10 @@ class HostileFrontendTest {
      */
     @Test
     void aSecondFrontEndIsRefusedWhileTheFirstIsServed() {
-        List<String> lines = new CopyOnWriteArrayList<>();
-        Logger logger = Logger.getLogger(VhostUserBackendEndpoint.class.getName());
-        Handler handler = new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                lines.add(r.getMessage());
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        logger.addHandler(handler);
-        Map<Integer, String> fds = OpenFds.snapshot();
-        try {
+        Map<Integer, String> fds;
+        try (Rejections log = new Rejections(VhostUserBackendEndpoint.class)) {
+            fds = OpenFds.snapshot();
+            List<String> lines = log.lines;
             assertTimeoutPreemptively(WATCHDOG, () -> {
                 try (VhostUserFrontend first = server.connect()) {
                     assertEquals(OFFERED, first.getFeatures());
@@ -873,8 +866,6 @@ class HostileFrontendTest {
                 }
                 assertNewConnectionAnswers();
             });
-        } finally {
-            logger.removeHandler(handler);
         }
         OpenFds.assertBackTo(fds);
     }
