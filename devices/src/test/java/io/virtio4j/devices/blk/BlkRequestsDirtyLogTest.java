@@ -7,6 +7,7 @@ import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.testkit.Bytes;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -22,7 +23,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.BitSet;
-import java.util.SplittableRandom;
 
 import static io.virtio4j.devices.DirtyPages.pages;
 import static io.virtio4j.devices.DirtyPages.marked;
@@ -69,8 +69,7 @@ class BlkRequestsDirtyLogTest {
 
     private BlkRig rig() throws IOException {
         Path f = dir.resolve("disk.img");
-        disk = new byte[FILE_BYTES];
-        new SplittableRandom(5).nextBytes(disk);
+        disk = Bytes.random(FILE_BYTES, 5);
         Files.write(f, disk);
         store = BlockStore.open(f.toString(), false, 512);
         rig = new BlkRig(RingFormat.SPLIT, store, engine.open(store, 16), BlkRig.WRITEBACK_FEATURES);

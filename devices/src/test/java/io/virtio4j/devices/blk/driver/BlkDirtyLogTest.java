@@ -10,6 +10,7 @@ import io.virtio4j.devices.blk.BlkDevice;
 import io.virtio4j.devices.blk.BlkLayout;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.testkit.Bytes;
 import io.virtio4j.testkit.NoFdLeaks;
 import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.os.FileDescriptor;
@@ -30,7 +31,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.BitSet;
-import java.util.SplittableRandom;
 
 import static io.virtio4j.devices.DirtyPages.pages;
 import static io.virtio4j.testkit.Bytes.crc;
@@ -76,8 +76,7 @@ class BlkDirtyLogTest {
     @ParameterizedTest
     @EnumSource(RingFormat.class)
     void theLogMarksExactlyThePagesTheDeviceWrote(RingFormat format) throws Exception {
-        byte[] disk = new byte[1 << 20];
-        new SplittableRandom(13).nextBytes(disk);
+        byte[] disk = Bytes.random(1 << 20, 13);
         try (BlockStore store = store(disk)) {
             BlkDevice device = device(store);
             BlkDriver.Config config = config(format, 4);
@@ -180,8 +179,7 @@ class BlkDirtyLogTest {
     @ParameterizedTest
     @EnumSource(RingFormat.class)
     void readsInFlightWhileLoggingIsSwitchedComeBackOnceIntact(RingFormat format) throws Exception {
-        byte[] disk = new byte[1 << 20];
-        new SplittableRandom(17).nextBytes(disk);
+        byte[] disk = Bytes.random(1 << 20, 17);
         try (BlockStore store = store(disk)) {
             BlkDevice device = device(store);
             BlkDriver.Config config = config(format, 8);
