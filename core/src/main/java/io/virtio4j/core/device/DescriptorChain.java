@@ -1,5 +1,7 @@
 package io.virtio4j.core.device;
 
+import io.virtio4j.core.error.ChainTooLongException;
+import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 
@@ -123,6 +125,21 @@ public final class DescriptorChain {
             left -= n;
         }
         return ADDED;
+    }
+
+    /**
+     * The error a failed {@link #addGuest} breaks the queue with, one wording for both ring formats; built only on
+     * failure, so the hot path allocates nothing.
+     *
+     * @param result {@link #UNMAPPED} or {@link #FULL}, as {@link #addGuest} returned it
+     * @param field the descriptor's address field, for the error
+     */
+    RingViolationException addFailure(int result, GuestMemory memory, long addr, long len, String field) {
+        if (result == UNMAPPED) {
+            return memory.notCovered(addr, len, field);
+        }
+        return new ChainTooLongException(field, addr, "split at guest memory region boundaries, the chain has more"
+                + " than " + capacity() + " elements");
     }
 
     /** The id to push back as used: the head descriptor index (split) or the buffer id (packed). */

@@ -646,12 +646,8 @@ public final class PackedDeviceQueue implements DeviceQueue {
      */
     private void addElement(long addr, long len, boolean writable, boolean inIndirect, int idx) {
         int result = chain.addGuest(memory, addr, len, writable);
-        if (result == DescriptorChain.UNMAPPED) {
-            throw breakWith(memory.notCovered(addr, len, field(inIndirect, idx, "addr")));
-        }
-        if (result == DescriptorChain.FULL) {
-            throw breakWith(new ChainTooLongException(field(inIndirect, idx, "addr"), addr, "split at guest memory"
-                    + " region boundaries, the chain has more than " + chain.capacity() + " elements"));
+        if (result != DescriptorChain.ADDED) {
+            throw breakWith(chain.addFailure(result, memory, addr, len, field(inIndirect, idx, "addr")));
         }
     }
 

@@ -9,6 +9,7 @@ import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.RingFormat;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -91,8 +92,8 @@ final class InflightRig implements AutoCloseable {
         this.random = new SplittableRandom(seed);
         this.layout = elements.length == 0 ? new int[] {1, 1} : elements;
         long bytes = InflightLayout.queueRegionBytes(format, areaQueueSize);
-        outer = RingTestSupport.allocate(pair.arena, bytes + 2 * CANARY_BYTES).fill(CANARY);
-        region = outer.asSlice(CANARY_BYTES, bytes);
+        outer = canaried(pair.arena, bytes);
+        region = inside(outer);
         // Garbage, not zeros, outside the version: a fresh region must not be trusted for anything but its version.
         for (long i = 0; i < region.byteSize(); i++) {
             region.set(ValueLayout.JAVA_BYTE, i, (byte) random.nextInt(256));
@@ -229,20 +230,7 @@ final class InflightRig implements AutoCloseable {
 
     /** Serves everything available, pushing in pop order and publishing once per pass; reaps as it goes. */
     void drain() {
-        for (int pass = 0; pass < 1000; pass++) {
-            while (pop() != null) {
-                // keep popping
-            }
-            if (popped.isEmpty()) {
-                reapAll();
-                return;
-            }
-            while (!popped.isEmpty()) {
-                step("push:0");
-            }
-            step("publish");
-        }
-        throw new AssertionError("drain did not finish");
+        drain(false);
     }
 
     /**
@@ -251,7 +239,12 @@ final class InflightRig implements AutoCloseable {
      * than the dead batch's did, so the driver moves on to slots the dead back-end may have written.
      */
     void drainSingly() {
-        boolean inOrder = options.inOrder();
+        drain(true);
+    }
+
+    /** Both drains: {@code singly}, one publication per buffer, the newest popped first unless IN_ORDER. */
+    private void drain(boolean singly) {
+        boolean newestFirst = singly && !options.inOrder();
         for (int pass = 0; pass < 1000; pass++) {
             while (pop() != null) {
                 // keep popping
@@ -261,11 +254,16 @@ final class InflightRig implements AutoCloseable {
                 return;
             }
             while (!popped.isEmpty()) {
-                step("push:" + (inOrder ? 0 : popped.size() - 1));
+                step("push:" + (newestFirst ? popped.size() - 1 : 0));
+                if (singly) {
+                    step("publish");
+                }
+            }
+            if (!singly) {
                 step("publish");
             }
         }
-        throw new AssertionError("drainSingly did not finish");
+        throw new AssertionError((singly ? "drainSingly" : "drain") + " did not finish");
     }
 
     /** The driver reaps what is published, checking each buffer's bytes and length. */
@@ -316,8 +314,23 @@ final class InflightRig implements AutoCloseable {
 
     /** Whether the bytes either side of the region still hold the canary pattern. */
     boolean canariesIntact() {
+        return canariesIntact(outer);
+    }
+
+    /** {@code bytes} of region with {@link #CANARY_BYTES} of canaries either side: the whole, canaries included. */
+    static MemorySegment canaried(Arena arena, long bytes) {
+        return RingTestSupport.allocate(arena, bytes + 2 * CANARY_BYTES).fill(CANARY);
+    }
+
+    /** The region inside a {@link #canaried} whole. */
+    static MemorySegment inside(MemorySegment outer) {
+        return outer.asSlice(CANARY_BYTES, outer.byteSize() - 2 * CANARY_BYTES);
+    }
+
+    /** Whether the canaries either side of a {@link #canaried} whole's region are all still there. */
+    static boolean canariesIntact(MemorySegment outer) {
         for (long i = 0; i < outer.byteSize(); i++) {
-            if ((i < CANARY_BYTES || i >= CANARY_BYTES + region.byteSize())
+            if ((i < CANARY_BYTES || i >= outer.byteSize() - CANARY_BYTES)
                     && outer.get(ValueLayout.JAVA_BYTE, i) != CANARY) {
                 return false;
             }

@@ -45,8 +45,6 @@ class SplitInflightRegionTest {
     private static final int SIZE = 8;
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final long CANARY_BYTES = 256;
-    private static final byte CANARY = (byte) 0xA5;
 
     private static long entry(int i) {
         return InflightLayout.SPLIT_HEADER_SIZE + 16L * i;
@@ -61,8 +59,8 @@ class SplitInflightRegionTest {
 
         Fixture() {
             long bytes = InflightLayout.queueRegionBytes(RingFormat.SPLIT, SIZE);
-            outer = RingTestSupport.allocate(p.arena, bytes + 2 * CANARY_BYTES).fill(CANARY);
-            region = outer.asSlice(CANARY_BYTES, bytes).fill((byte) 0);
+            outer = InflightRig.canaried(p.arena, bytes);
+            region = InflightRig.inside(outer).fill((byte) 0);
             p.device.restart(p.device.state(), region);
             for (int i = 0; i < 5; i++) {
                 p.add(i, 1, 0);
@@ -86,13 +84,7 @@ class SplitInflightRegionTest {
         }
 
         boolean canariesIntact() {
-            for (long i = 0; i < outer.byteSize(); i++) {
-                if ((i < CANARY_BYTES || i >= CANARY_BYTES + region.byteSize())
-                        && outer.get(ValueLayout.JAVA_BYTE, i) != CANARY) {
-                    return false;
-                }
-            }
-            return true;
+            return InflightRig.canariesIntact(outer);
         }
 
         @Override

@@ -201,9 +201,7 @@ final class BlkRequests {
             log.markHost(memory, address, len);
             return true;
         } catch (DirtyLogOverflowException e) {
-            LOG.warning("blk queue " + index + " broken: " + e.getMessage());
-            q.fail(e);
-            return false;
+            return logOverflow(q, e);
         }
     }
 
@@ -513,15 +511,20 @@ final class BlkRequests {
         }
     }
 
+    /** Breaks {@code q} on a write its log has no bit for: false, nothing more goes back on it. */
+    private boolean logOverflow(DeviceQueue q, DirtyLogOverflowException e) {
+        LOG.warning("blk queue " + index + " broken: " + e.getMessage());
+        q.fail(e);
+        return false;
+    }
+
     /** Marks the first {@code len} bytes of {@code c}'s writable part (as {@link #logged}). */
     private boolean loggedWritable(DeviceQueue q, DescriptorChain c, long len) {
         try {
             c.markWritten(log, memory, len);
             return true;
         } catch (DirtyLogOverflowException e) {
-            LOG.warning("blk queue " + index + " broken: " + e.getMessage());
-            q.fail(e);
-            return false;
+            return logOverflow(q, e);
         }
     }
 

@@ -4,6 +4,7 @@ import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.testkit.DiskImages;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -14,7 +15,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -52,10 +52,7 @@ class BlkRegionBoundaryTest {
     }
 
     private void rig(RingFormat format) throws IOException {
-        Path f = dir.resolve("disk.img");
-        try (RandomAccessFile r = new RandomAccessFile(f.toFile(), "rw")) {
-            r.setLength(FILE_BYTES);
-        }
+        Path f = DiskImages.sparse(dir.resolve("disk.img"), FILE_BYTES);
         store = BlockStore.open(f.toString(), false, 512);
         rig = new BlkRig(format, store, engine.open(store, 16), BlkRig.WRITEBACK_FEATURES, true);
     }
@@ -127,10 +124,7 @@ class BlkRegionBoundaryTest {
     @ParameterizedTest
     @EnumSource(RingFormat.class)
     void segMaxSegmentsEachAcrossABoundaryAreServed(RingFormat format) throws IOException {
-        Path f = dir.resolve("disk.img");
-        try (RandomAccessFile r = new RandomAccessFile(f.toFile(), "rw")) {
-            r.setLength(FILE_BYTES);
-        }
+        Path f = DiskImages.sparse(dir.resolve("disk.img"), FILE_BYTES);
         store = BlockStore.open(f.toString(), false, 512);
         int segments = BlkDevice.SEG_MAX;
         rig = new BlkRig(format, store, engine.open(store, 16), BlkRig.WRITEBACK_FEATURES, 256, 128);

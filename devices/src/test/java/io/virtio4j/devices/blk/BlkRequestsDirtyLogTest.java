@@ -1,11 +1,13 @@
 package io.virtio4j.devices.blk;
 
+import io.virtio4j.devices.DirtyPages;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.error.DirtyLogOverflowException;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.testkit.Bytes;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -21,8 +23,9 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.BitSet;
-import java.util.SplittableRandom;
 
+import static io.virtio4j.devices.DirtyPages.pages;
+import static io.virtio4j.devices.DirtyPages.marked;
 import static io.virtio4j.testkit.Bytes.crc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -66,8 +69,7 @@ class BlkRequestsDirtyLogTest {
 
     private BlkRig rig() throws IOException {
         Path f = dir.resolve("disk.img");
-        disk = new byte[FILE_BYTES];
-        new SplittableRandom(5).nextBytes(disk);
+        disk = Bytes.random(FILE_BYTES, 5);
         Files.write(f, disk);
         store = BlockStore.open(f.toString(), false, 512);
         rig = new BlkRig(RingFormat.SPLIT, store, engine.open(store, 16), BlkRig.WRITEBACK_FEATURES);
@@ -76,17 +78,7 @@ class BlkRequestsDirtyLogTest {
 
     /** A log of {@code bytes} (covering {@code bytes * 8} pages of the rig's guest memory, which starts at 0). */
     private DirtyLog log(long bytes) {
-        return new DirtyLog(arena.allocate((bytes + 7) & ~7L, 8), 0, bytes);
-    }
-
-    private static BitSet marked(DirtyLog log) {
-        BitSet b = new BitSet();
-        for (long p = 0; p < log.pages(); p++) {
-            if (log.isDirty(p)) {
-                b.set((int) p);
-            }
-        }
-        return b;
+        return DirtyPages.log(arena, bytes);
     }
 
     /** {@code n} bytes of the rig's memory from the start of a page no earlier allocation touches. */
@@ -99,12 +91,6 @@ class BlkRequestsDirtyLogTest {
         long p = r.alloc(n);
         assertEquals(0, p % 4096, "page-aligned");
         return p;
-    }
-
-    private static void pages(BitSet set, long gpa, long len) {
-        for (long p = gpa >>> DirtyLog.PAGE_SHIFT; p <= (gpa + len - 1) >>> DirtyLog.PAGE_SHIFT; p++) {
-            set.set((int) p);
-        }
     }
 
     @Test

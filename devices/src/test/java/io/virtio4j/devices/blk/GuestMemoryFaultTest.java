@@ -15,6 +15,7 @@ import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.Memfd;
 import io.virtio4j.os.Mmap;
 import io.virtio4j.os.Poll;
+import io.virtio4j.testkit.DiskImages;
 import io.virtio4j.testkit.NoFdLeaks;
 import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
@@ -31,7 +32,6 @@ import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -127,10 +127,7 @@ class GuestMemoryFaultTest {
 
     @Test
     void shrinkingTheMemoryOfOneQueueBreaksThatQueueOnlyAndItsDataRequestsAreIoErrors() throws Exception {
-        Path f = dir.resolve("disk.img");
-        try (RandomAccessFile r = new RandomAccessFile(f.toFile(), "rw")) {
-            r.setLength(FILE_BYTES);
-        }
+        Path f = DiskImages.sparse(dir.resolve("disk.img"), FILE_BYTES);
         store = BlockStore.open(f.toString(), false, 512);
         BlkDevice device = new BlkDevice(store, BlkDevice.Options.of(2, engine, 16));
         InProcessBackend.Connected c = InProcessBackend.start(device, "blk-fault-" + engine);
@@ -209,10 +206,7 @@ class GuestMemoryFaultTest {
         long areaBytes = InflightLayout.areaBytes(RingFormat.SPLIT, 2, areaQueueSize);
         long keep = region / Mmap.pageSize() * Mmap.pageSize(); // every page of region 1 goes
         assumeTrue(keep >= InflightLayout.queueRegionBytes(RingFormat.SPLIT, QSZ), "pages too large to keep region 0's entries");
-        Path f = dir.resolve("disk.img");
-        try (RandomAccessFile r = new RandomAccessFile(f.toFile(), "rw")) {
-            r.setLength(FILE_BYTES);
-        }
+        Path f = DiskImages.sparse(dir.resolve("disk.img"), FILE_BYTES);
         store = BlockStore.open(f.toString(), false, 512);
         BlkDevice device = new BlkDevice(store, BlkDevice.Options.of(2, engine, 16));
         InProcessBackend.Connected c = InProcessBackend.start(device, "blk-inflight-fault-" + engine);

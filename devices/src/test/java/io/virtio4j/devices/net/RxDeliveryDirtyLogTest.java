@@ -1,5 +1,6 @@
 package io.virtio4j.devices.net;
 
+import io.virtio4j.devices.DirtyPages;
 import io.virtio4j.core.device.DeviceOptions;
 import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
@@ -19,6 +20,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.BitSet;
 
+import static io.virtio4j.devices.DirtyPages.marked;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -51,7 +53,7 @@ class RxDeliveryDirtyLogTest {
     }
 
     private DirtyLog log(long bytes) {
-        return new DirtyLog(arena.allocate((bytes + 7) & ~7L, 8), 0, bytes);
+        return DirtyPages.log(arena, bytes);
     }
 
     private long post(long at, int len) {
@@ -66,16 +68,6 @@ class RxDeliveryDirtyLogTest {
             staging.set(ValueLayout.JAVA_BYTE, NetFeatures.HDR_LEN + i, (byte) i);
         }
         return NetFeatures.HDR_LEN + len;
-    }
-
-    private static BitSet marked(DirtyLog log) {
-        BitSet b = new BitSet();
-        for (long p = 0; p < log.pages(); p++) {
-            if (log.isDirty(p)) {
-                b.set((int) p);
-            }
-        }
-        return b;
     }
 
     @Test

@@ -2,13 +2,10 @@ package io.virtio4j.vhost.backend;
 
 import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.os.FileDescriptor;
-import io.virtio4j.os.LinuxException;
-import io.virtio4j.os.Mmap;
 import io.virtio4j.vhost.protocol.LogDescription;
 import io.virtio4j.vhost.protocol.VhostUserProtocolException;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 
 /**
  * The dirty log a front-end hands over with SET_LOG_BASE (PROTOCOL_F_LOG_SHMFD), mapped shared: rings started with
@@ -48,12 +45,7 @@ final class DirtyLogArea {
             if (size == 0) {
                 throw new VhostUserProtocolException(request, "mmap_size", 0, "an empty log logs nothing");
             }
-            long fileSize;
-            try {
-                fileSize = fd.size();
-            } catch (LinuxException e) {
-                throw new VhostUserProtocolException(request, "fd", fd.fd(), "fstat failed: " + e.getMessage());
-            }
+            long fileSize = FdMapping.fileSize(request, "fd", fd);
             // Unsigned fields: a value with the top bit set reads negative and is past any file. fileSize - size
             // cannot overflow once size <= fileSize (both non-negative).
             if (size < 0 || size > fileSize) {
@@ -69,17 +61,8 @@ final class DirtyLogArea {
             // they are never past what the file covers; no bit of them is ever set.
             long from = offset & ~3L;
             long to = ((offset + size) + 3) & ~3L;
-            Arena arena = Arena.ofShared();
-            try {
-                MemorySegment words = Mmap.mapShared(fd, from, to - from, arena);
-                return new DirtyLogArea(arena, new DirtyLog(words, offset - from, size));
-            } catch (LinuxException e) {
-                arena.close();
-                throw new VhostUserProtocolException(request, "fd", fd.fd(), "mmap failed: " + e.getMessage());
-            } catch (RuntimeException e) {
-                arena.close();
-                throw e;
-            }
+            return FdMapping.mapShared(request, "fd", fd, from, to - from,
+                    (arena, words) -> new DirtyLogArea(arena, new DirtyLog(words, offset - from, size)));
         }
     }
 

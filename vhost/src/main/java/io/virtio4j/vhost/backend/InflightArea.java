@@ -103,12 +103,7 @@ final class InflightArea {
                 throw new VhostUserProtocolException(request, "mmap_offset", offset,
                         "must be a multiple of the page size (" + Mmap.pageSize() + ")");
             }
-            long fileSize;
-            try {
-                fileSize = fd.size();
-            } catch (LinuxException e) {
-                throw new VhostUserProtocolException(request, "fd", fd.fd(), "fstat failed: " + e.getMessage());
-            }
+            long fileSize = FdMapping.fileSize(request, "fd", fd);
             // fileSize - bytes cannot overflow: both are non-negative
             if (bytes > fileSize || offset > fileSize - bytes) {
                 throw new VhostUserProtocolException(request, "mmap_offset", offset, "mmap_offset + mmap_size ("
@@ -120,17 +115,8 @@ final class InflightArea {
 
     private static InflightArea mapped(String request, FileDescriptor fd, long offset, long bytes, RingFormat format,
                                        InflightDescription d) throws VhostUserProtocolException {
-        Arena arena = Arena.ofShared();
-        try {
-            MemorySegment area = Mmap.mapShared(fd, offset, bytes, arena);
-            return new InflightArea(arena, area, format, d.numQueues(), d.queueSize());
-        } catch (LinuxException e) {
-            arena.close();
-            throw new VhostUserProtocolException(request, "fd", fd.fd(), "mmap failed: " + e.getMessage());
-        } catch (RuntimeException e) {
-            arena.close();
-            throw e;
-        }
+        return FdMapping.mapShared(request, "fd", fd, offset, bytes,
+                (arena, area) -> new InflightArea(arena, area, format, d.numQueues(), d.queueSize()));
     }
 
     private static void checkQueues(String request, InflightDescription d, RingFormat format, int maxQueues,

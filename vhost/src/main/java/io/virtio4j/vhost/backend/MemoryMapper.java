@@ -180,7 +180,7 @@ final class MemoryMapper implements AutoCloseable {
                     throw new VhostUserProtocolException(request, field + ".userspace_addr", region.userspaceAddr(),
                             "overlaps a region already in the table " + existing);
                 }
-                long fileSize = fileSize(request, field, fd);
+                long fileSize = FdMapping.fileSize(request, field + ".fd", fd);
                 if (Long.compareUnsigned(mmapOffset, fileSize) > 0 || Long.compareUnsigned(size, fileSize - mmapOffset) > 0) {
                     // Touching a mapped page past the end of its file raises SIGBUS (an InternalError here): refused
                     // up front. A front-end that shrinks the file later is the worker's to survive (QueueRunner).
@@ -211,14 +211,6 @@ final class MemoryMapper implements AutoCloseable {
                     throw e;
                 }
             }
-        }
-    }
-
-    private static long fileSize(String request, String field, FileDescriptor fd) throws VhostUserProtocolException {
-        try {
-            return fd.size();
-        } catch (LinuxException e) {
-            throw new VhostUserProtocolException(request, field + ".fd", fd.fd(), "fstat failed: " + e.getMessage());
         }
     }
 }

@@ -25,6 +25,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import static io.virtio4j.vhost.backend.SessionMessages.message;
+import static io.virtio4j.vhost.backend.SessionMessages.refused;
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -51,10 +53,8 @@ class DirtyLogSessionTest {
     private static final long USED_GPA = 0x2000;
 
     /** One queue; logs (LOG_ALL) unless told not to; records starts, stops and the contexts it is handed. */
-    private static class Device implements VirtioDevice {
+    private static class Device extends RecordingDevice {
         final boolean logs;
-        final List<String> calls = new CopyOnWriteArrayList<>();
-        final List<QueueContext> started = new CopyOnWriteArrayList<>();
         final List<Long> negotiations = new CopyOnWriteArrayList<>();
 
         Device(boolean logs) {
@@ -77,47 +77,18 @@ class DirtyLogSessionTest {
         }
 
         @Override
-        public byte[] config() {
-            return new byte[0];
-        }
-
-        @Override
         public void featuresNegotiated(long features) {
             negotiations.add(features);
         }
-
-        @Override
-        public void startQueue(int index, QueueContext queue) {
-            calls.add("start " + index);
-            started.add(queue);
-        }
-
-        @Override
-        public void stopQueue(int index) {
-            calls.add("stop " + index);
-        }
-    }
-
-    private static Message message(Request r, byte[] payload, FileDescriptor... fds) {
-        return new Message(r.code(), ProtocolFeatures.VERSION, MemorySegment.ofArray(payload), fds);
-    }
-
-    private static VhostUserSession negotiated(Device device, long protocol, long features) throws VhostUserProtocolException {
-        VhostUserSession s = new VhostUserSession(device, BackendOptions.defaults());
-        s.handle(message(Request.SET_PROTOCOL_FEATURES, new U64(protocol).encode()));
-        s.handle(message(Request.SET_FEATURES, new U64(features).encode()));
-        return s;
     }
 
     private static VhostUserSession negotiated(Device device) throws VhostUserProtocolException {
-        return negotiated(device, bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK), SPLIT);
+        return negotiated(device, SPLIT);
     }
 
-    private static void refused(VhostUserSession s, Message m, String field, long value) {
-        VhostUserProtocolException e = assertThrows(VhostUserProtocolException.class, () -> s.handle(m));
-        assertEquals(m.name(), e.request());
-        assertEquals(field, e.field(), e.getMessage());
-        assertEquals(value, e.value(), e.getMessage());
+    private static VhostUserSession negotiated(Device device, long features) throws VhostUserProtocolException {
+        return SessionMessages.negotiated(device, bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK),
+                features);
     }
 
     private static Message logBase(long size, long offset, FileDescriptor... fds) {
@@ -204,7 +175,7 @@ class DirtyLogSessionTest {
 
     @Test
     void setLogBaseIsRefusedWithoutLogShmfdAndItsFdClosed() throws Exception {
-        try (VhostUserSession s = negotiated(new Device(true), bit(ProtocolFeatures.REPLY_ACK), SPLIT)) {
+        try (VhostUserSession s = SessionMessages.negotiated(new Device(true), bit(ProtocolFeatures.REPLY_ACK), SPLIT)) {
             refused(s, logBase(4096, 0, Memfd.create("log", 4096)), "protocol_features", bit(ProtocolFeatures.REPLY_ACK));
         }
     }
@@ -417,8 +388,7 @@ class DirtyLogSessionTest {
     @Test
     void aPackedRingLogsItsDescriptorRingAtTheGuestAddressItsRegionMapsItTo() throws Exception {
         Device device = new Device(true);
-        try (VhostUserSession s = negotiated(device, bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK),
-                PACKED | LOG_ALL)) {
+        try (VhostUserSession s = negotiated(device, PACKED | LOG_ALL)) {
             s.handle(logBase(64, 0, Memfd.create("log", 4096))); // 512 pages: 2 MiB
             startPackedLogging(s, 0x10_0000, 0x10_2000);
             assertEquals(List.of("start 0"), device.calls);
@@ -429,8 +399,7 @@ class DirtyLogSessionTest {
     @Test
     void aPackedDescriptorRingTheLogDoesNotCoverIsRefusedNamingIt() throws Exception {
         Device device = new Device(true);
-        try (VhostUserSession s = negotiated(device, bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK),
-                PACKED | LOG_ALL)) {
+        try (VhostUserSession s = negotiated(device, PACKED | LOG_ALL)) {
             s.handle(logBase(8, 0, Memfd.create("log", 4096))); // 64 pages: 256 KiB
             // the device area's log address is covered, but the descriptor ring lies at guest-physical 1 MiB
             VhostUserProtocolException e = assertThrows(VhostUserProtocolException.class,

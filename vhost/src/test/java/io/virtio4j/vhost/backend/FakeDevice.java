@@ -4,27 +4,20 @@ import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-
 /**
  * A device that processes nothing: it offers VERSION_1, EVENT_IDX and RING_PACKED, MQ and CONFIG, has {@code queues} queues and
  * records calls. Like a real device it watches a started ring's kick in an epoll set (registered and let go at
  * once), so a kick epoll cannot watch fails the start as it would in a real one. {@link #failStops} makes
- * {@link #stopQueue} throw, as a device with a bug would; {@link #deferRetire} holds back unmapping, as a device
- * with a queue thread that did not stop does.
+ * {@link #stopQueue} throw, as a device with a bug would; {@link #deferRetire} holds back unmapping
+ * ({@link RecordingDevice}).
  */
-final class FakeDevice implements VirtioDevice {
+final class FakeDevice extends RecordingDevice {
     static final long FEATURES = VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX)
             | VirtioFeatures.bit(VirtioFeatures.RING_PACKED);
     static final long PROTOCOL_FEATURES = ProtocolFeatures.bit(ProtocolFeatures.MQ) | ProtocolFeatures.bit(ProtocolFeatures.CONFIG);
 
     private final int queues;
-    final List<String> calls = new CopyOnWriteArrayList<>();
     volatile boolean failStops;
-    /** Makes {@link #retire} keep the unmapping in {@link #retired} instead of running it (a thread still runs). */
-    volatile boolean deferRetire;
-    final List<Runnable> retired = new CopyOnWriteArrayList<>();
 
     FakeDevice(int queues) {
         this.queues = queues;
@@ -57,12 +50,12 @@ final class FakeDevice implements VirtioDevice {
                 watch.add(queue.kick().fileDescriptor(), Epoll.EPOLLIN, index);
             }
         }
-        calls.add("start " + index);
+        super.startQueue(index, queue);
     }
 
     @Override
     public void stopQueue(int index) {
-        calls.add("stop " + index);
+        super.stopQueue(index);
         if (failStops) {
             throw new IllegalStateException("queue " + index + " cannot be stopped (a device bug, as the test wants)");
         }
@@ -71,14 +64,5 @@ final class FakeDevice implements VirtioDevice {
     @Override
     public void reset() {
         calls.add("reset");
-    }
-
-    @Override
-    public void retire(Runnable unmap) {
-        if (deferRetire) {
-            retired.add(unmap);
-        } else {
-            unmap.run();
-        }
     }
 }

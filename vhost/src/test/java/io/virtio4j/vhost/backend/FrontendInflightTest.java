@@ -16,7 +16,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
@@ -43,10 +42,9 @@ class FrontendInflightTest {
      * {@code noArea} GET_INFLIGHT_FDs find no area to give: the device's queue size is then 32 for them (what the
      * back-end checks the question against), smaller than the rings', as if it could not make one then.
      */
-    private static final class Device implements VirtioDevice {
+    private static final class Device extends RecordingDevice {
         private final boolean inflight;
         private final AtomicInteger noArea;
-        final List<String> calls = new CopyOnWriteArrayList<>();
 
         Device(boolean inflight) {
             this(inflight, 0);
@@ -76,21 +74,6 @@ class FrontendInflightTest {
         @Override
         public int maxQueues() {
             return 2;
-        }
-
-        @Override
-        public byte[] config() {
-            return new byte[0];
-        }
-
-        @Override
-        public void startQueue(int index, QueueContext queue) {
-            calls.add("start " + index);
-        }
-
-        @Override
-        public void stopQueue(int index) {
-            calls.add("stop " + index);
         }
     }
 

@@ -139,6 +139,22 @@ class HostileFrontendTest {
     }
 
     /** The back-end closed the connection: end of stream, or a reset when it left our bytes unread. */
+    /** One raw request ({@code code}, {@code flags}, {@code payload}, {@code fds}) that must make the back-end close. */
+    private void closedBy(boolean replyAck, int code, int flags, byte[] payload, FileDescriptor... fds) {
+        attack(replyAck, fe -> {
+            fe.sendRaw(code, flags, payload, fds);
+            expectClosed(fe);
+        });
+    }
+
+    /** One request with NEED_REPLY, on a REPLY_ACK connection, that must get a failure reply (and no close). */
+    private void failureAckFor(Request request, byte[] payload, FileDescriptor... fds) {
+        attack(true, fe -> {
+            fe.sendRaw(request.code(), NEED, payload, fds);
+            expectFailureAck(fe, request.code());
+        });
+    }
+
     private static void expectClosed(VhostUserFrontend fe) {
         Reply r;
         try {
@@ -173,10 +189,13 @@ class HostileFrontendTest {
         assertEquals(0, r.u64(), "REPLY_ACK status of a valid request");
     }
 
-    /** The back-end's log lines about refused requests while open, to check which field a refusal names. */
+    /**
+     * What {@code source} logs while open: by default the connection's lines about refused requests, to check which
+     * field a refusal names.
+     */
     private static final class Rejections implements AutoCloseable {
-        private final Logger logger = Logger.getLogger(VhostUserConnection.class.getName());
-        private final List<String> lines = new CopyOnWriteArrayList<>();
+        private final Logger logger;
+        final List<String> lines = new CopyOnWriteArrayList<>();
         private final Handler handler = new Handler() {
             @Override
             public void publish(LogRecord r) {
@@ -193,6 +212,11 @@ class HostileFrontendTest {
         };
 
         Rejections() {
+            this(VhostUserConnection.class);
+        }
+
+        Rejections(Class<?> source) {
+            logger = Logger.getLogger(source.getName());
             logger.addHandler(handler);
         }
 
@@ -248,34 +272,22 @@ class HostileFrontendTest {
     @ParameterizedTest(name = "flags 0x{0}")
     @ValueSource(ints = {0x0, 0x2, 0x3, 0x8})
     void badVersionBitsCloseTheConnection(int flags) {
-        attack(false, fe -> {
-            fe.sendRaw(Request.SET_FEATURES.code(), flags, u64(OFFERED));
-            expectClosed(fe);
-        });
+        closedBy(false, Request.SET_FEATURES.code(), flags, u64(OFFERED));
     }
 
     @Test
     void replyFlagFromTheFrontEndClosesTheConnection() {
-        attack(false, fe -> {
-            fe.sendRaw(Request.GET_FEATURES.code(), V | ProtocolFeatures.FLAG_REPLY, new byte[0]);
-            expectClosed(fe);
-        });
+        closedBy(false, Request.GET_FEATURES.code(), V | ProtocolFeatures.FLAG_REPLY, new byte[0]);
     }
 
     @Test
     void setFeaturesWithSixteenBytesClosesTheConnection() {
-        attack(false, fe -> {
-            fe.sendRaw(Request.SET_FEATURES.code(), V, new byte[16]);
-            expectClosed(fe);
-        });
+        closedBy(false, Request.SET_FEATURES.code(), V, new byte[16]);
     }
 
     @Test
     void getFeaturesLargerThanAnyPayloadClosesTheConnection() {
-        attack(false, fe -> {
-            fe.sendRaw(Request.GET_FEATURES.code(), V, new byte[300]);
-            expectClosed(fe);
-        });
+        closedBy(false, Request.GET_FEATURES.code(), V, new byte[300]);
     }
 
     @Test
@@ -293,40 +305,28 @@ class HostileFrontendTest {
     @Test
     void twoEventFdsWithSetVringKickCloseTheConnection() {
         try (EventFd a = eventFd(); EventFd b = eventFd()) {
-            attack(false, fe -> {
-                fe.sendRaw(Request.SET_VRING_KICK.code(), V, u64(0), a.fileDescriptor(), b.fileDescriptor());
-                expectClosed(fe);
-            });
+            closedBy(false, Request.SET_VRING_KICK.code(), V, u64(0), a.fileDescriptor(), b.fileDescriptor());
         }
     }
 
     @Test
     void anFdWithSetFeaturesClosesTheConnection() {
         try (EventFd a = eventFd()) {
-            attack(false, fe -> {
-                fe.sendRaw(Request.SET_FEATURES.code(), V, u64(OFFERED), a.fileDescriptor());
-                expectClosed(fe);
-            });
+            closedBy(false, Request.SET_FEATURES.code(), V, u64(OFFERED), a.fileDescriptor());
         }
     }
 
     @Test
     void anFdWithGetFeaturesClosesTheConnection() {
         try (EventFd a = eventFd()) {
-            attack(false, fe -> {
-                fe.sendRaw(Request.GET_FEATURES.code(), V, new byte[0], a.fileDescriptor());
-                expectClosed(fe);
-            });
+            closedBy(false, Request.GET_FEATURES.code(), V, new byte[0], a.fileDescriptor());
         }
     }
 
     /** Bad framing is never answered, even when the front-end asks for an acknowledgement. */
     @Test
     void badFramingClosesEvenWithReplyAckAndNeedReply() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_FEATURES.code(), NEED, new byte[16]);
-            expectClosed(fe);
-        });
+        closedBy(true, Request.SET_FEATURES.code(), NEED, new byte[16]);
     }
 
     /**
@@ -508,10 +508,7 @@ class HostileFrontendTest {
 
     @Test
     void ringIndexBeyondTheQueuesGetsAFailureReply() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(7, 256));
-            expectFailureAck(fe, Request.SET_VRING_NUM.code());
-        });
+        failureAckFor(Request.SET_VRING_NUM, state(7, 256));
     }
 
     @ParameterizedTest(name = "queue size {0}")
@@ -527,29 +524,20 @@ class HostileFrontendTest {
 
     @Test
     void memTableWithNoRegionsGetsAFailureReply() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(0));
-            expectFailureAck(fe, Request.SET_MEM_TABLE.code());
-        });
+        failureAckFor(Request.SET_MEM_TABLE, memTable(0));
     }
 
     @Test
     void memTableAnnouncingNineRegionsGetsAFailureReply() {
         try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(9, region(0, MEM, USER, 0)), mem);
-                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
-            });
+            failureAckFor(Request.SET_MEM_TABLE, memTable(9, region(0, MEM, USER, 0)), mem);
         }
     }
 
     @Test
     void memTableWhoseSizeDoesNotMatchItsRegionsGetsAFailureReply() {
         try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(2, region(0, MEM, USER, 0)), mem, mem);
-                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
-            });
+            failureAckFor(Request.SET_MEM_TABLE, memTable(2, region(0, MEM, USER, 0)), mem, mem);
         }
     }
 
@@ -589,20 +577,14 @@ class HostileFrontendTest {
     @Test
     void memTableWithAZeroSizedRegionGetsAFailureReply() {
         try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, region(0, 0, USER, 0)), mem);
-                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
-            });
+            failureAckFor(Request.SET_MEM_TABLE, memTable(1, region(0, 0, USER, 0)), mem);
         }
     }
 
     @Test
     void memTableWrappingTheAddressSpaceGetsAFailureReply() {
         try (FileDescriptor mem = Memfd.create("hostile", MEM)) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.SET_MEM_TABLE.code(), NEED, memTable(1, region(-4096, MEM, USER, 0)), mem);
-                expectFailureAck(fe, Request.SET_MEM_TABLE.code());
-            });
+            failureAckFor(Request.SET_MEM_TABLE, memTable(1, region(-4096, MEM, USER, 0)), mem);
         }
     }
 
@@ -758,10 +740,7 @@ class HostileFrontendTest {
 
     @Test
     void aStatusBeyondOneByteIsRefused() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_STATUS.code(), NEED, u64(0x10F));
-            expectFailureAck(fe, Request.SET_STATUS.code());
-        });
+        failureAckFor(Request.SET_STATUS, u64(0x10F));
     }
 
     /**
@@ -854,15 +833,9 @@ class HostileFrontendTest {
      */
     @Test
     void aFailedRequestWhoseReplyHasNoErrorFormClosesTheConnection() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.GET_VRING_BASE.code(), NEED, state(7, 0));
-            expectClosed(fe);
-        });
+        closedBy(true, Request.GET_VRING_BASE.code(), NEED, state(7, 0));
         try (EventFd a = eventFd()) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.GET_STATUS.code(), NEED, new byte[0], a.fileDescriptor());
-                expectClosed(fe);
-            });
+            closedBy(true, Request.GET_STATUS.code(), NEED, new byte[0], a.fileDescriptor());
         }
     }
 
@@ -875,25 +848,10 @@ class HostileFrontendTest {
      */
     @Test
     void aSecondFrontEndIsRefusedWhileTheFirstIsServed() {
-        List<String> lines = new CopyOnWriteArrayList<>();
-        Logger logger = Logger.getLogger(VhostUserBackendEndpoint.class.getName());
-        Handler handler = new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                lines.add(r.getMessage());
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        logger.addHandler(handler);
-        Map<Integer, String> fds = OpenFds.snapshot();
-        try {
+        Map<Integer, String> fds;
+        try (Rejections log = new Rejections(VhostUserBackendEndpoint.class)) {
+            fds = OpenFds.snapshot();
+            List<String> lines = log.lines;
             assertTimeoutPreemptively(WATCHDOG, () -> {
                 try (VhostUserFrontend first = server.connect()) {
                     assertEquals(OFFERED, first.getFeatures());
@@ -908,8 +866,6 @@ class HostileFrontendTest {
                 }
                 assertNewConnectionAnswers();
             });
-        } finally {
-            logger.removeHandler(handler);
         }
         OpenFds.assertBackTo(fds);
     }
@@ -973,10 +929,7 @@ class HostileFrontendTest {
                 expectFailureAck(fe, Request.SET_VRING_NUM.code());
             }
         });
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(0, 250));
-            expectFailureAck(fe, Request.SET_VRING_NUM.code());
-        });
+        failureAckFor(Request.SET_VRING_NUM, state(0, 250));
     }
 
     /**
@@ -1099,10 +1052,7 @@ class HostileFrontendTest {
     /** A split ring's base is a 16-bit index: a larger value is refused. */
     @Test
     void splitBaseBeyondSixteenBitsIsRefused() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_VRING_BASE.code(), NEED, state(0, 0x1_0000));
-            expectFailureAck(fe, Request.SET_VRING_BASE.code());
-        });
+        failureAckFor(Request.SET_VRING_BASE, state(0, 0x1_0000));
     }
 
     /** Ring 0 over {@code mem}, started with {@code kick}. */
@@ -1294,44 +1244,29 @@ class HostileFrontendTest {
     @Test
     void nofdWithAnFdGetsAFailureReplyAndTheFdIsClosed() {
         try (EventFd a = eventFd()) {
-            attack(true, fe -> {
-                fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(VringFd.NOFD), a.fileDescriptor());
-                expectFailureAck(fe, Request.SET_VRING_KICK.code());
-            });
+            failureAckFor(Request.SET_VRING_KICK, u64(VringFd.NOFD), a.fileDescriptor());
         }
     }
 
     @Test
     void kickWithoutFdOrNofdGetsAFailureReply() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_VRING_KICK.code(), NEED, u64(0));
-            expectFailureAck(fe, Request.SET_VRING_KICK.code());
-        });
+        failureAckFor(Request.SET_VRING_KICK, u64(0));
     }
 
     // ---- protocol errors without an acknowledgement asked for: the connection is closed ----
 
     @Test
     void protocolErrorWithoutReplyAckClosesTheConnection() {
-        attack(false, fe -> {
-            fe.sendRaw(Request.SET_VRING_NUM.code(), NEED, state(0, 3));
-            expectClosed(fe);
-        });
+        closedBy(false, Request.SET_VRING_NUM.code(), NEED, state(0, 3));
     }
 
     @Test
     void protocolErrorWithoutNeedReplyClosesTheConnection() {
-        attack(true, fe -> {
-            fe.sendRaw(Request.SET_VRING_NUM.code(), V, state(0, 3));
-            expectClosed(fe);
-        });
+        closedBy(true, Request.SET_VRING_NUM.code(), V, state(0, 3));
     }
 
     @Test
     void unknownRequestWithoutReplyAckClosesTheConnection() {
-        attack(false, fe -> {
-            fe.sendRaw(99, V, new byte[0]);
-            expectClosed(fe);
-        });
+        closedBy(false, 99, V, new byte[0]);
     }
 }

@@ -31,14 +31,13 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 
+import static io.virtio4j.vhost.backend.SessionMessages.message;
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * GET_INFLIGHT_FD and SET_INFLIGHT_FD in the back-end's session: the area handed out (size, zeroes, seals), every
@@ -54,12 +53,7 @@ class InflightFdTest {
     private static final long MEM = 64 * 1024;
 
     /** Four queues of at most 1024, MQ and INFLIGHT_SHMFD; records starts and what it is given to unmap. */
-    private static class Device implements VirtioDevice {
-        final List<String> calls = new CopyOnWriteArrayList<>();
-        final List<Runnable> retired = new CopyOnWriteArrayList<>();
-        final List<QueueContext> started = new CopyOnWriteArrayList<>();
-        volatile boolean deferRetire;
-
+    private static class Device extends RecordingDevice {
         @Override
         public long features() {
             return FakeDevice.FEATURES;
@@ -79,50 +73,15 @@ class InflightFdTest {
         public int maxQueueSize() {
             return 1024;
         }
-
-        @Override
-        public byte[] config() {
-            return new byte[0];
-        }
-
-        @Override
-        public void startQueue(int index, QueueContext queue) {
-            calls.add("start " + index);
-            started.add(queue);
-        }
-
-        @Override
-        public void stopQueue(int index) {
-            calls.add("stop " + index);
-        }
-
-        @Override
-        public void retire(Runnable unmap) {
-            if (deferRetire) {
-                retired.add(unmap);
-            } else {
-                unmap.run();
-            }
-        }
-    }
-
-    private static Message message(Request r, byte[] payload, FileDescriptor... fds) {
-        return new Message(r.code(), ProtocolFeatures.VERSION, MemorySegment.ofArray(payload), fds);
     }
 
     private static VhostUserSession negotiated(VirtioDevice device, long features) throws VhostUserProtocolException {
-        VhostUserSession s = new VhostUserSession(device, BackendOptions.defaults());
-        s.handle(message(Request.SET_PROTOCOL_FEATURES, new U64(bit(ProtocolFeatures.MQ)
-                | bit(ProtocolFeatures.INFLIGHT_SHMFD) | bit(ProtocolFeatures.REPLY_ACK)).encode()));
-        s.handle(message(Request.SET_FEATURES, new U64(features).encode()));
-        return s;
+        return SessionMessages.negotiated(device, bit(ProtocolFeatures.MQ) | bit(ProtocolFeatures.INFLIGHT_SHMFD)
+                | bit(ProtocolFeatures.REPLY_ACK), features);
     }
 
     private static void refused(VhostUserSession s, Message m, String field, long value) {
-        VhostUserProtocolException e = assertThrows(VhostUserProtocolException.class, () -> s.handle(m));
-        assertEquals(m.name(), e.request());
-        assertEquals(field, e.field(), e.getMessage());
-        assertEquals(value, e.value(), e.getMessage());
+        SessionMessages.refused(s, m, field, value);
         assertNull(s.takeReplyFd(), "no descriptor goes with a refusal");
     }
 
@@ -301,9 +260,7 @@ class InflightFdTest {
             assertNull(s.handle(message(Request.SET_INFLIGHT_FD, new InflightDescription(bytes, offset, 1, 256).encode(),
                     unsealed.duplicate())));
             memory(s, Memfd.create("guest", MEM));
-            for (Message m : ring(0, 256)) {
-                s.handle(m);
-            }
+            startRing(s, 0, 256);
             assertEquals(List.of("start 0"), device.calls);
             MemorySegment seen = Mmap.mapShared(unsealed, offset, bytes, arena);
             assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_VERSION),
@@ -337,11 +294,7 @@ class InflightFdTest {
                     unsealed.duplicate()));
             Memfd.truncate(unsealed, 0);
             memory(s, Memfd.create("guest", MEM));
-            Message[] setup = ring(0, 256);
-            for (int i = 0; i < setup.length - 1; i++) {
-                s.handle(setup[i]);
-            }
-            refused(s, setup[setup.length - 1], "vring[0].inflight", 0);
+            enableRefused(s, 0, 256, "vring[0].inflight", 0);
             assertFalse(device.calls.contains("start 0"), "the ring is not started");
             Memfd.truncate(unsealed, bytes);
             s.handle(message(Request.SET_VRING_ENABLE, new VringState(0, 1).encode()));
@@ -367,6 +320,44 @@ class InflightFdTest {
                 message(Request.SET_VRING_ENABLE, new VringState(index, 1).encode())};
     }
 
+    /** Sets ring {@code index} up and enables it, which starts it. */
+    private static void startRing(VhostUserSession s, int index, int num) throws VhostUserProtocolException {
+        for (Message m : ring(index, num)) {
+            s.handle(m);
+        }
+    }
+
+    /** Sets ring {@code index} up; the enable that would start it must be refused naming {@code field}. */
+    private static void enableRefused(VhostUserSession s, int index, int num, String field, long value)
+            throws VhostUserProtocolException {
+        Message[] setup = ring(index, num);
+        for (int i = 0; i < setup.length - 1; i++) {
+            s.handle(setup[i]);
+        }
+        refused(s, setup[setup.length - 1], field, value);
+    }
+
+    private static long features(RingFormat format) {
+        return format == RingFormat.PACKED ? PACKED : SPLIT;
+    }
+
+    private static int versionField(RingFormat format) {
+        return format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
+    }
+
+    /**
+     * Asserts that region {@code index} of an area for queues of {@code areaSize} was initialised by its ring: at
+     * the area's stride, version 1 and desc_num the area's queue size.
+     */
+    private static void assertInitialised(MemorySegment area, RingFormat format, int areaSize, int index) {
+        long region = index * InflightLayout.queueRegionBytes(format, areaSize);
+        int descNum = format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
+        assertEquals(InflightLayout.VERSION, area.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + versionField(format)),
+                "ring " + index + " initialised region " + index);
+        assertEquals(areaSize, area.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + descNum),
+                "desc_num of region " + index + " is the area's queue size");
+    }
+
     private static void startRefused(int ringIndex, int ringSize, int areaQueues, int areaSize, long features,
                                      String field, long value) throws Exception {
         FileDescriptor[] fd = new FileDescriptor[1];
@@ -374,11 +365,7 @@ class InflightFdTest {
         try (VhostUserSession s = negotiated(device, features)) {
             get(s, areaQueues, areaSize, fd);
             memory(s, Memfd.create("guest", MEM));
-            Message[] setup = ring(ringIndex, ringSize);
-            for (int i = 0; i < setup.length - 1; i++) {
-                s.handle(setup[i]);
-            }
-            refused(s, setup[setup.length - 1], field, value);
+            enableRefused(s, ringIndex, ringSize, field, value);
             assertFalse(device.calls.contains("start " + ringIndex), "the ring is not started");
         } finally {
             fd[0].close();
@@ -405,22 +392,15 @@ class InflightFdTest {
     void aRingSmallerThanTheAreasQueueSizeRecordsInItsRegion(RingFormat format) throws Exception {
         FileDescriptor[] fd = new FileDescriptor[1];
         Device device = new Device();
-        try (VhostUserSession s = negotiated(device, format == RingFormat.PACKED ? PACKED : SPLIT);
+        try (VhostUserSession s = negotiated(device, features(format));
              Arena arena = Arena.ofConfined()) {
             InflightDescription d = get(s, 2, 1024, fd);
             MemorySegment seen = Mmap.mapShared(fd[0], d.mmapSize(), arena);
             memory(s, Memfd.create("guest", MEM));
-            for (Message m : ring(1, 128)) {
-                s.handle(m);
-            }
+            startRing(s, 1, 128);
             assertEquals(List.of("start 1"), device.calls);
-            long region = InflightLayout.queueRegionBytes(format, 1024);
-            int version = format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
-            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + version),
-                    "ring 1 initialised region 1, at the area's stride");
-            int descNum = format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
-            assertEquals(1024, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + descNum),
-                    "desc_num is the area's queue size, as DPDK writes it");
+            // region 1 at the area's stride, desc_num the area's queue size as DPDK writes it
+            assertInitialised(seen, format, 1024, 1);
             s.handle(message(Request.GET_VRING_BASE, new VringState(1, 0).encode()));
         } finally {
             fd[0].close();
@@ -435,11 +415,7 @@ class InflightFdTest {
             get(s, 1, 256, fd); // a split area; then the front-end renegotiates packed rings
             s.handle(message(Request.SET_FEATURES, new U64(PACKED).encode()));
             memory(s, Memfd.create("guest", MEM));
-            Message[] setup = ring(0, 256);
-            for (int i = 0; i < setup.length - 1; i++) {
-                s.handle(setup[i]);
-            }
-            refused(s, setup[setup.length - 1], "features", PACKED);
+            enableRefused(s, 0, 256, "features", PACKED);
         } finally {
             fd[0].close();
         }
@@ -455,22 +431,15 @@ class InflightFdTest {
         FileDescriptor[] first = new FileDescriptor[1];
         FileDescriptor[] second = new FileDescriptor[1];
         Device device = new Device();
-        try (VhostUserSession s = negotiated(device, format == RingFormat.PACKED ? PACKED : SPLIT);
+        try (VhostUserSession s = negotiated(device, features(format));
              Arena arena = Arena.ofConfined()) {
             InflightDescription d = get(s, 2, 256, first);
             MemorySegment seen = Mmap.mapShared(first[0], d.mmapSize(), arena);
             memory(s, Memfd.create("guest", MEM));
-            for (Message m : ring(1, 256)) {
-                s.handle(m);
-            }
+            startRing(s, 1, 256);
             assertEquals(List.of("start 1"), device.calls);
-            long region = InflightLayout.queueRegionBytes(format, 256);
-            int version = format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
-            int descNum = format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
-            assertEquals(InflightLayout.VERSION, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + version),
-                    "ring 1 initialised region 1");
-            assertEquals(256, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, region + descNum));
-            assertEquals(0, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, version), "region 0 untouched");
+            assertInitialised(seen, format, 256, 1);
+            assertEquals(0, seen.get(ValueLayout.JAVA_SHORT_UNALIGNED, versionField(format)), "region 0 untouched");
 
             device.deferRetire = true;
             get(s, 2, 256, second); // a new area while ring 1 runs on the first
@@ -509,9 +478,7 @@ class InflightFdTest {
             mem.set(ValueLayout.JAVA_SHORT_UNALIGNED, avail + SplitLayout.AVAIL_RING, (short) 0);
             mem.set(ValueLayout.JAVA_SHORT_UNALIGNED, avail + SplitLayout.AVAIL_IDX, (short) 1);
             memory(s, guest.duplicate());
-            for (Message m : ring(0, 256)) {
-                s.handle(m);
-            }
+            startRing(s, 0, 256);
             DeviceQueue queue = device.started.getFirst().queue();
             DescriptorChain chain = queue.pop();
             assertEquals(0, chain.head());
@@ -557,11 +524,7 @@ class InflightFdTest {
             forged.set(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_VERSION, (short) InflightLayout.VERSION);
             forged.set(ValueLayout.JAVA_SHORT_UNALIGNED, InflightLayout.SPLIT_DESC_NUM, (short) 255);
             memory(s, Memfd.create("guest", MEM));
-            Message[] setup = ring(0, 256);
-            for (int i = 0; i < setup.length - 1; i++) {
-                s.handle(setup[i]);
-            }
-            refused(s, setup[setup.length - 1], "vring[0].inflight.desc_num", 255);
+            enableRefused(s, 0, 256, "vring[0].inflight.desc_num", 255);
             assertFalse(device.calls.contains("start 0"), "the ring is not started");
         } finally {
             fd[0].close();

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
 
+import static io.virtio4j.vhost.backend.SessionMessages.message;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -24,10 +25,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
  */
 class MemorySlotsTest {
     private static final long USER = 0x7000_0000_0000L;
-
-    private static Message message(Request r, byte[] payload, FileDescriptor... fds) {
-        return new Message(r.code(), ProtocolFeatures.VERSION, MemorySegment.ofArray(payload), fds);
-    }
 
     private static Message addMemReg(int i, FileDescriptor fd) {
         long page = Mmap.pageSize();

@@ -32,6 +32,10 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class VhostUserBackendEndpointTest {
+    /** What the {@link FakeDevice} a served front-end talks to offers. */
+    private static final long FEATURES = FakeDevice.FEATURES
+            | ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
+
     @TempDir
     Path dir;
 
@@ -39,25 +43,13 @@ class VhostUserBackendEndpointTest {
     @Test
     void closeStopsServeBlockedInAccept() throws Exception {
         Path path = dir.resolve("s.sock");
-        VhostUserBackendEndpoint server = new VhostUserBackendEndpoint(() -> new VhostUserSession(new FakeDevice(2), BackendOptions.defaults()));
+        VhostUserBackendEndpoint server = fakeDeviceServer();
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread t = new Thread(() -> {
-            try {
-                server.listen(path);
-            } catch (Throwable e) {
-                failure.set(e);
-            }
-        });
+        Thread t = serving(() -> server.listen(path), failure);
         t.start();
         try {
             assertTimeoutPreemptively(Duration.ofSeconds(30), () -> {
-                // Two connections one after the other: after the first is served the server is back in accept().
-                for (int i = 0; i < 2; i++) {
-                    try (VhostUserFrontend fe = TestServer.connectWithRetry(path)) {
-                        assertEquals(FakeDevice.FEATURES | ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES),
-                                fe.getFeatures());
-                    }
-                }
+                servesTwoInTurn(path);
             });
             // Wait (watchdog above) until the server thread is blocked in accept(), the case close() must handle.
             assertTimeoutPreemptively(Duration.ofSeconds(30), () -> {
@@ -86,24 +78,13 @@ class VhostUserBackendEndpointTest {
         Path path = dir.resolve("inherited.sock");
         int handedDown = UnixServerSocket.listen(path, 1).fileDescriptor().release();
         UnixServerSocket inherited = UnixServerSocket.adopt(handedDown);
-        VhostUserBackendEndpoint server = new VhostUserBackendEndpoint(() -> new VhostUserSession(new FakeDevice(2), BackendOptions.defaults()));
+        VhostUserBackendEndpoint server = fakeDeviceServer();
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread t = new Thread(() -> {
-            try {
-                server.listen(inherited);
-            } catch (Throwable e) {
-                failure.set(e);
-            }
-        });
+        Thread t = serving(() -> server.listen(inherited), failure);
         t.start();
         try {
             assertTimeoutPreemptively(Duration.ofSeconds(30), () -> {
-                for (int i = 0; i < 2; i++) {
-                    try (VhostUserFrontend fe = TestServer.connectWithRetry(path)) {
-                        assertEquals(FakeDevice.FEATURES | ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES),
-                                fe.getFeatures());
-                    }
-                }
+                servesTwoInTurn(path);
                 while (!inAccept(t)) {
                     Thread.sleep(1);
                 }
@@ -128,15 +109,9 @@ class VhostUserBackendEndpointTest {
     @Test
     void anAcceptFailingForLackOfDescriptorsIsRetriedAndTheFrontEndServed() throws Exception {
         Path path = dir.resolve("emfile.sock");
-        VhostUserBackendEndpoint server = new VhostUserBackendEndpoint(() -> new VhostUserSession(new FakeDevice(2), BackendOptions.defaults()));
+        VhostUserBackendEndpoint server = fakeDeviceServer();
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread t = new Thread(() -> {
-            try {
-                server.listen(path);
-            } catch (Throwable e) {
-                failure.set(e);
-            }
-        });
+        Thread t = serving(() -> server.listen(path), failure);
         CountDownLatch acceptFailed = new CountDownLatch(1);
         AtomicBoolean dropped = new AtomicBoolean();
         Handler seen = new Handler() {
@@ -162,10 +137,9 @@ class VhostUserBackendEndpointTest {
         Map<Integer, String> fds = OpenFds.snapshot();
         t.start();
         try (EventFd template = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC)) {
-            long features = FakeDevice.FEATURES | ProtocolFeatures.bit(ProtocolFeatures.VHOST_USER_F_PROTOCOL_FEATURES);
             assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
                 try (VhostUserFrontend fe = TestServer.connectWithRetry(path)) {
-                    assertEquals(features, fe.getFeatures()); // the server is up, and back in accept after this
+                    assertEquals(FEATURES, fe.getFeatures()); // the server is up, and back in accept after this
                 }
                 OpenFds.assertBackTo(fds, 2); // the listening socket and the template: the connection released
                 while (!inAccept(t)) {
@@ -192,7 +166,7 @@ class VhostUserBackendEndpointTest {
                     client.close(); // the listener closed its end: connect again
                 }
                 try (VhostUserFrontend fe = dropped.get() ? TestServer.connectWithRetry(path) : VhostUserFrontend.over(client)) {
-                    assertEquals(features, fe.getFeatures(), "the front-end is served once descriptors are free");
+                    assertEquals(FEATURES, fe.getFeatures(), "the front-end is served once descriptors are free");
                 }
             });
         } finally {
@@ -203,6 +177,35 @@ class VhostUserBackendEndpointTest {
         }
         assertFalse(t.isAlive(), "listen() still running 20 s after close()");
         assertNull(failure.get(), "listen() ended: " + failure.get());
+    }
+
+    private static VhostUserBackendEndpoint fakeDeviceServer() {
+        return new VhostUserBackendEndpoint(() -> new VhostUserSession(new FakeDevice(2), BackendOptions.defaults()));
+    }
+
+    @FunctionalInterface
+    private interface Listen {
+        void run() throws Exception;
+    }
+
+    /** A thread, not started, that serves through {@code listen} and keeps what it throws in {@code failure}. */
+    private static Thread serving(Listen listen, AtomicReference<Throwable> failure) {
+        return new Thread(() -> {
+            try {
+                listen.run();
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        });
+    }
+
+    /** Two front-ends one after the other, each served: after the first the server is back in accept(). */
+    private static void servesTwoInTurn(Path path) {
+        for (int i = 0; i < 2; i++) {
+            try (VhostUserFrontend fe = TestServer.connectWithRetry(path)) {
+                assertEquals(FEATURES, fe.getFeatures());
+            }
+        }
     }
 
     private static void closeAll(Deque<FileDescriptor> fds) {

@@ -15,6 +15,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 
+import static io.virtio4j.vhost.backend.SessionMessages.message;
+import static io.virtio4j.vhost.backend.SessionMessages.refused;
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -84,10 +86,6 @@ class VhostUserSessionTest {
         }
     }
 
-    private static Message message(Request r, byte[] payload, FileDescriptor... fds) {
-        return new Message(r.code(), ProtocolFeatures.VERSION, MemorySegment.ofArray(payload), fds);
-    }
-
     private static long u64(byte[] reply) throws VhostUserProtocolException {
         return U64.decode("reply", MemorySegment.ofArray(reply)).value();
     }
@@ -96,14 +94,6 @@ class VhostUserSessionTest {
         VhostUserSession s = new VhostUserSession(device, BackendOptions.defaults());
         assertNull(s.handle(message(Request.SET_PROTOCOL_FEATURES, new U64(protocolFeatures).encode())));
         return s;
-    }
-
-    private static VhostUserProtocolException refused(VhostUserSession s, Message m, String field, long value) {
-        VhostUserProtocolException e = assertThrows(VhostUserProtocolException.class, () -> s.handle(m));
-        assertEquals(m.name(), e.request());
-        assertEquals(field, e.field(), e.getMessage());
-        assertEquals(value, e.value(), e.getMessage());
-        return e;
     }
 
     @Test

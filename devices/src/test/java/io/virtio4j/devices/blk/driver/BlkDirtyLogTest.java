@@ -5,12 +5,12 @@ import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.SplitLayout;
 import io.virtio4j.core.layout.SplitRingAreas;
-import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.blk.BlkDevice;
 import io.virtio4j.devices.blk.BlkLayout;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.testkit.Bytes;
 import io.virtio4j.testkit.NoFdLeaks;
 import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.os.FileDescriptor;
@@ -31,8 +31,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.BitSet;
-import java.util.SplittableRandom;
 
+import static io.virtio4j.devices.DirtyPages.pages;
 import static io.virtio4j.testkit.Bytes.crc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -54,24 +54,32 @@ class BlkDirtyLogTest {
     @TempDir
     Path dir;
 
-    private static void pages(BitSet set, long gpa, long len) {
-        for (long p = gpa >>> DirtyLog.PAGE_SHIFT; p <= (gpa + len - 1) >>> DirtyLog.PAGE_SHIFT; p++) {
-            set.set(Math.toIntExact(p));
-        }
+    /** A store over a file in {@link #dir} holding {@code disk}. */
+    private BlockStore store(byte[] disk) throws Exception {
+        Path f = dir.resolve("disk.img");
+        Files.write(f, disk);
+        return BlockStore.open(f.toString(), false, 512);
+    }
+
+    /** One synchronous queue of 16 over {@code store}. */
+    private static BlkDevice device(BlockStore store) {
+        return new BlkDevice(store, new BlkDevice.Options(1, BlockEngine.SYNC, 16, 64, new int[0], "dirty-log",
+                NotificationMode.NOTIFY, 20_000));
+    }
+
+    /** One queue of 16 in {@code format}, {@code depth} requests of up to 16 KiB in flight. */
+    private static BlkDriver.Config config(RingFormat format, int depth) {
+        return BlkDriver.Config.defaults().withQueues(1).withDepth(depth).withQueueSize(16).withMaxRequestBytes(16384)
+                .withFormat(format);
     }
 
     @ParameterizedTest
     @EnumSource(RingFormat.class)
     void theLogMarksExactlyThePagesTheDeviceWrote(RingFormat format) throws Exception {
-        Path f = dir.resolve("disk.img");
-        byte[] disk = new byte[1 << 20];
-        new SplittableRandom(13).nextBytes(disk);
-        Files.write(f, disk);
-        try (BlockStore store = BlockStore.open(f.toString(), false, 512)) {
-            BlkDevice device = new BlkDevice(store, new BlkDevice.Options(1, BlockEngine.SYNC, 16, 64, new int[0],
-                    "dirty-log", NotificationMode.NOTIFY, 20_000));
-            BlkDriver.Config config = BlkDriver.Config.defaults().withQueues(1).withDepth(4).withQueueSize(16)
-                    .withMaxRequestBytes(16384).withFormat(format);
+        byte[] disk = Bytes.random(1 << 20, 13);
+        try (BlockStore store = store(disk)) {
+            BlkDevice device = device(store);
+            BlkDriver.Config config = config(format, 4);
             InProcessBackend.Connected c = InProcessBackend.start(device, "blk");
             try (BlkDriver d = BlkDriver.start(FrontendSession.over(c.frontend()), config);
                  DirtyLogging logging = DirtyLogging.start(d.session())) {
@@ -147,13 +155,9 @@ class BlkDirtyLogTest {
      */
     @Test
     void aRefusedLogBaseClosesTheConnection() throws Exception {
-        Path f = dir.resolve("disk.img");
-        Files.write(f, new byte[1 << 20]);
-        try (BlockStore store = BlockStore.open(f.toString(), false, 512)) {
-            BlkDevice device = new BlkDevice(store, new BlkDevice.Options(1, BlockEngine.SYNC, 16, 64, new int[0],
-                    "dirty-log", NotificationMode.NOTIFY, 20_000));
-            BlkDriver.Config config = BlkDriver.Config.defaults().withQueues(1).withDepth(4).withQueueSize(16)
-                    .withMaxRequestBytes(16384).withFormat(RingFormat.SPLIT);
+        try (BlockStore store = store(new byte[1 << 20])) {
+            BlkDevice device = device(store);
+            BlkDriver.Config config = config(RingFormat.SPLIT, 4);
             InProcessBackend.Connected c = InProcessBackend.start(device, "blk");
             try (BlkDriver d = BlkDriver.start(FrontendSession.over(c.frontend()), config);
                  FileDescriptor log = Memfd.create("log", 4096)) {
@@ -175,15 +179,10 @@ class BlkDirtyLogTest {
     @ParameterizedTest
     @EnumSource(RingFormat.class)
     void readsInFlightWhileLoggingIsSwitchedComeBackOnceIntact(RingFormat format) throws Exception {
-        Path f = dir.resolve("disk.img");
-        byte[] disk = new byte[1 << 20];
-        new SplittableRandom(17).nextBytes(disk);
-        Files.write(f, disk);
-        try (BlockStore store = BlockStore.open(f.toString(), false, 512)) {
-            BlkDevice device = new BlkDevice(store, new BlkDevice.Options(1, BlockEngine.SYNC, 16, 64, new int[0],
-                    "dirty-log", NotificationMode.NOTIFY, 20_000));
-            BlkDriver.Config config = BlkDriver.Config.defaults().withQueues(1).withDepth(8).withQueueSize(16)
-                    .withMaxRequestBytes(16384).withFormat(format);
+        byte[] disk = Bytes.random(1 << 20, 17);
+        try (BlockStore store = store(disk)) {
+            BlkDevice device = device(store);
+            BlkDriver.Config config = config(format, 8);
             InProcessBackend.Connected c = InProcessBackend.start(device, "blk");
             try (BlkDriver d = BlkDriver.start(FrontendSession.over(c.frontend()), config)) {
                 DirtyLogging logging = null;

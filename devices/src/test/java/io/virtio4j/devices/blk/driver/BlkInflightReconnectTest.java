@@ -7,6 +7,7 @@ import io.virtio4j.devices.blk.BlkLayout;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
 import io.virtio4j.os.EventFd;
+import io.virtio4j.testkit.DiskImages;
 import io.virtio4j.testkit.Bytes;
 import io.virtio4j.testkit.NoFdLeaks;
 import io.virtio4j.vhost.backend.BackendOptions;
@@ -20,7 +21,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -57,10 +57,7 @@ class BlkInflightReconnectTest {
     @ParameterizedTest
     @EnumSource(RingFormat.class)
     void requestsTheDeadBackendTookCompleteOnceThroughTheInflightArea(RingFormat format) throws Exception {
-        Path f = dir.resolve("disk.img");
-        try (RandomAccessFile r = new RandomAccessFile(f.toFile(), "rw")) {
-            r.setLength(DISK);
-        }
+        Path f = DiskImages.sparse(dir.resolve("disk.img"), DISK);
         Path path = dir.resolve("blk.sock");
         DyingInflightBlkDevice dying = new DyingInflightBlkDevice(f, DISK / BlkLayout.SECTOR);
         try (BlockStore store = BlockStore.open(f.toString(), false, 512);
