@@ -268,8 +268,7 @@ class DirtyLogSessionTest {
     void aUsedRingsAvailEventCountsForTheLogOnlyWithEventIdx(boolean eventIdx) throws Exception {
         Device device = new Device(true);
         long features = eventIdx ? SPLIT : SPLIT & ~VirtioFeatures.bit(VirtioFeatures.EVENT_IDX);
-        try (VhostUserSession s = negotiated(device, bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK),
-                features)) {
+        try (VhostUserSession s = negotiated(device, features)) {
             s.handle(logBase(8, 0, Memfd.create("log", 4096))); // 64 pages: 256 KiB
             s.handle(message(Request.SET_FEATURES, new U64(features | LOG_ALL).encode()));
             startRing(s, 0, 0);
@@ -294,7 +293,7 @@ class DirtyLogSessionTest {
     void aLogSwitchWhoseRingFailsToRestartLeavesTheFeaturesCommittedEverywhere() throws Exception {
         Device device = new Device(true);
         long protocol = bit(ProtocolFeatures.LOG_SHMFD) | bit(ProtocolFeatures.REPLY_ACK) | bit(ProtocolFeatures.STATUS);
-        try (VhostUserSession s = negotiated(device, protocol, SPLIT)) {
+        try (VhostUserSession s = SessionMessages.negotiated(device, protocol, SPLIT)) {
             s.handle(logBase(8, 0, Memfd.create("log", 4096))); // 64 pages: 256 KiB
             long past = 64 * DirtyLog.PAGE_SIZE - 8; // the used ring's first bytes in page 63, the rest in page 64
             startRing(s, VringAddress.F_LOG, past);
