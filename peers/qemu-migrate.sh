@@ -21,7 +21,8 @@
 # Prints on stdout:
 #   MIGRATE status=completed|... total_ms=N downtime_ms=N setup_ms=N transferred=BYTES dirty_sync=N
 #   GUEST blocks=N during=N bad=N rounds=N slots=N write_bad=N
-#   CHECK ok|FAIL migrate=.. guest_read=ok|FAIL guest_write=ok|FAIL image=ok|FAIL dst_console=ok|FAIL
+#   CHECK ok|FAIL migrate=.. guest_read=ok|FAIL guest_write=ok|FAIL image=ok|FAIL dst_console=ok|FAIL qemu_rc=N
+#         packed=GOT/ASKED
 # (during: blocks the reader read while the migration ran; bad: blocks whose bytes differed after the move)
 # The guest kernel runs with init_on_alloc=0: Debian's kernel zeroes every page it allocates, and that CPU write
 # would mark the page cache's fresh pages dirty just before the back-end fills them, so QEMU would send them again
@@ -103,6 +104,7 @@ done
 i=0
 while [ ! -b /dev/vda ]; do i=\$((i + 1)); [ \$i -le 200 ] || die "no /dev/vda"; sleep 0.05; done
 say "disk up uptime=\$(cut -d' ' -f1 /proc/uptime)"
+echo "V4J-DISK features=\$(cat /sys/block/vda/device/features)"
 # held open to the end: the kernel drops a block device's page cache when its last opener closes it
 exec 3</dev/vda
 # bs=4096: busybox dd page-aligns (mmaps) only buffers of a page or more, and an O_DIRECT read into a smaller, unaligned
@@ -299,8 +301,12 @@ done < <(grep '^V4J-SLOT ' "$dcon" | tr -d '\r')   # the serial console ends lin
 [ "$(grep -c '^V4J-SLOT ' "$dcon")" -gt 0 ] || image=FAIL
 during=$(( ${at_end:-${blocks:-0}} - ${at_start:-0} ))
 echo "GUEST blocks=${blocks:-?} during=$during bad=${bad:-?} rounds=$(peers_field rounds "$v") slots=$(peers_field slots "$v") write_bad=${wbad:-?} total_s=$(peers_elapsed "$t_start")"
+# the ring format negotiated (sysfs lists feature bit 0 first; 34 is RING_PACKED)
+features=$(sed -n 's/^V4J-DISK features=\([01]*\).*/\1/p' "$work/console.src.log")
+gpacked=$([ "${features:34:1}" = 1 ] && echo 1 || echo 0)
 verdict=ok
+[ "$gpacked" = "$packed" ] || verdict=FAIL
 [ "$status" = completed ] && [ "$guest_read" = ok ] && [ "$guest_write" = ok ] && [ "$image" = ok ] &&
   [ "$dst_console" = ok ] && [ "$qrc" = 0 ] || verdict=FAIL
-echo "CHECK $verdict migrate=$status guest_read=$guest_read guest_write=$guest_write image=$image dst_console=$dst_console qemu_rc=$qrc"
+echo "CHECK $verdict migrate=$status guest_read=$guest_read guest_write=$guest_write image=$image dst_console=$dst_console qemu_rc=$qrc packed=$gpacked/$packed"
 [ "$verdict" = ok ] || exit 1

@@ -1,6 +1,8 @@
 package io.virtio4j.cli;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -22,10 +24,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class BlkMigrationTest {
     private static final String BANDWIDTH = "32";
 
-    private static PeerRuns.Outcome migrate(boolean logReads) throws IOException, InterruptedException {
+    private static PeerRuns.Outcome migrate(boolean logReads, boolean packed) throws IOException, InterruptedException {
         String cmd = PeerRuns.cli() + " serve blk --socket {sock} --file {img}";
         List<String> argv = new ArrayList<>(List.of("bash", PeerRuns.script("qemu-migrate.sh").toString(),
                 "--backend-cmd", cmd, "--bandwidth", BANDWIDTH, "--timeout", "120"));
+        if (packed) {
+            argv.add("--packed");
+        }
         if (!logReads) {
             argv.addAll(List.of("--src-backend-cmd", cmd + " --debug-no-dirty-log"));
         }
@@ -37,9 +42,11 @@ class BlkMigrationTest {
                 .orElseThrow(() -> new AssertionError("no " + prefix + " line in\n" + r.output()));
     }
 
-    @Test
-    void aWorkingGuestMovesToAnotherQemuAndFindsEveryBlockItReadAndWroteIntact() throws IOException, InterruptedException {
-        PeerRuns.Outcome r = migrate(true);
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"split", "packed"})
+    void aWorkingGuestMovesToAnotherQemuAndFindsEveryBlockItReadAndWroteIntact(String ring) throws IOException, InterruptedException {
+        boolean packed = ring.equals("packed");
+        PeerRuns.Outcome r = migrate(true, packed);
         assertEquals(0, r.exit(), r.output());
         assertTrue(line(r, "MIGRATE ").startsWith("MIGRATE status=completed "), r.output());
         String guest = line(r, "GUEST ");
@@ -48,11 +55,12 @@ class BlkMigrationTest {
         assertEquals(0, PeerRuns.field(guest, "bad"), r.output());
         assertTrue(line(r, "CHECK ").startsWith("CHECK ok migrate=completed guest_read=ok guest_write=ok image=ok dst_console=ok"),
                 r.output());
+        assertTrue(line(r, "CHECK ").endsWith(" packed=" + (packed ? "1/1" : "0/0")), r.output());
     }
 
     @Test
     void withoutTheReadDataInTheDirtyLogTheGuestFindsStaleBlocksAfterTheMove() throws IOException, InterruptedException {
-        PeerRuns.Outcome r = migrate(false);
+        PeerRuns.Outcome r = migrate(false, false);
         assertTrue(line(r, "MIGRATE ").startsWith("MIGRATE status=completed "), r.output());
         assertTrue(PeerRuns.field(line(r, "GUEST "), "bad") > 0, r.output());
         String check = line(r, "CHECK ");
