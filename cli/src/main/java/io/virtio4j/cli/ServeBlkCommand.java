@@ -64,6 +64,9 @@ final class ServeBlkCommand implements Callable<Integer> {
     long hybridSpinNanos = BlkDevice.Options.DEFAULT_HYBRID_SPIN_NANOS;
     @Option(names = "--stats-period", paramLabel = "S", description = "print per-queue statistics every S seconds (0: only at exit)")
     int statsPeriod = 0;
+    // TEST ONLY (hidden): the negative control of peers/qemu-migrate.sh; see BlkDevice.DEBUG_SKIP_READ_DATA_LOG
+    @Option(names = "--debug-no-dirty-log", hidden = true)
+    boolean debugNoDirtyLog;
 
     @Override
     public Integer call() throws Exception {
@@ -75,6 +78,10 @@ final class ServeBlkCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "one of --file=PATH (or --blk-file=PATH) or --null=SIZE is required");
         }
         endpoint.check(spec);
+        if (debugNoDirtyLog) {
+            System.setProperty(BlkDevice.DEBUG_SKIP_READ_DATA_LOG, "true");
+            System.err.println("virtio4j serve blk: TEST ONLY --debug-no-dirty-log: read data is not marked in the dirty log");
+        }
         BlkDevice.Options options;
         BlockStore store;
         try {

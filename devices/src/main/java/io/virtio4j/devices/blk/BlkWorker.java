@@ -65,7 +65,9 @@ final class BlkWorker implements QueueWorker {
     public void onAttach(QueueContext q) {
         queue = q;
         kick.reset();
-        requests.attach(q.queue(), q.features(), q.dirtyLog(), q.memory());
+        // the test-only switch (see BlkDevice.DEBUG_SKIP_READ_DATA_LOG) is read here, off the hot path
+        requests.attach(q.queue(), q.features(),
+                Boolean.getBoolean(BlkDevice.DEBUG_SKIP_READ_DATA_LOG) ? null : q.dirtyLog(), q.memory());
     }
 
     @Override
