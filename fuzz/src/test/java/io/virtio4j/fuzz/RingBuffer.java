@@ -10,7 +10,7 @@ import java.lang.foreign.ValueLayout;
  * is in its life. The token the driver gets back, so a returned token names exactly one added buffer.
  */
 final class RingBuffer {
-    enum State { ADDED, POPPED, PUSHED, REAPED }
+    enum State { ADDED, POPPED, PUSHED, PUBLISHED, REAPED }
 
     final long seq;
     final int slot;
