@@ -305,7 +305,8 @@ final class RingProgram {
         device.unpop(p.id());
         pops.pop();
         popped.remove(p);
-        if (p.buffer() != null) {
+        // the buffer is the driver's again, unless a forged used entry already handed it back
+        if (p.buffer() != null && p.buffer().state == RingBuffer.State.POPPED) {
             p.buffer().state = RingBuffer.State.ADDED;
             unpopped.addFirst(p.buffer());
         }
