@@ -154,6 +154,13 @@ public final class PackedDeviceQueue implements DeviceQueue {
     private boolean decidedValid;
     private boolean kicksEnabled;
 
+    /** Inflight tracking, or null when no region is attached (then the hot path pays one null check). */
+    private PackedInflight inflight;
+    /** Buffers recovered from the inflight region and not yet popped; pop takes them before the ring. */
+    private int resubmitLeft;
+    /** Whether the walk in progress reads a resubmitted buffer's copies (for the error fields). */
+    private boolean walkingCopies;
+
     private final QueueCounters counters = new QueueCounters();
     private RingViolationException broken;
 
@@ -179,9 +186,33 @@ public final class PackedDeviceQueue implements DeviceQueue {
         resume(QueueState.INITIAL);
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Packed: the used position is the region's (a fresh region takes {@code state}'s): the last one committed,
+     * or, when the back-end died between publishing a batch in the ring and committing it, the batch's end if the
+     * ring shows it published (see {@link PackedInflight}). It is the position the driver saw, which is what QEMU
+     * sends after a disconnect. The available position is that plus the slots of the resubmitted buffers: every
+     * slot between the two belonged to a buffer taken and not returned. Resubmitted buffers are rebuilt from the
+     * region's copies of their descriptors (their ring slots may hold used descriptors by now) and walked with
+     * every check of a pop.
+     */
     @Override
     public int restart(QueueState state, MemorySegment inflightRegion) {
-        throw new UnsupportedOperationException("inflight tracking: contract only, being built (issue 12)");
+        SplitInflight.checkRegionSize(inflightRegion, io.virtio4j.core.layout.RingFormat.PACKED, size);
+        restart(state);
+        PackedInflight tracker;
+        try {
+            tracker = PackedInflight.recover(inflightRegion, size, ring, state.nextUsed(), state.usedWrap());
+        } catch (RingViolationException e) {
+            throw breakWith(e);
+        }
+        int used = line(tracker.usedIdx(), tracker.usedWrap());
+        int avail = advance(used, tracker.resubmittedSlots());
+        resume(new QueueState(slotOf(avail), wrapOf(avail), slotOf(used), wrapOf(used)));
+        inflight = tracker;
+        resubmitLeft = tracker.resubmitCount();
+        return resubmitLeft;
     }
 
     @Override
@@ -244,6 +275,8 @@ public final class PackedDeviceQueue implements DeviceQueue {
         runSlots = 0;
         knownCount = 0;
         popSeq = pushSeq = 0;
+        inflight = null;
+        resubmitLeft = 0;
         // The driver may have rewritten the device event area meanwhile (a reset zeroes it): store the next disable.
         kicksEnabled = true;
         Arrays.fill(inFlight, false);
@@ -317,13 +350,16 @@ public final class PackedDeviceQueue implements DeviceQueue {
         if (knownCount > 0) {
             flags = knownFlags[knownNext];
         } else {
+            if (resubmitLeft > 0) {
+                return popResubmitted();
+            }
             flags = loadNextFlags();
             if (!PackedLayout.isAvailable(flags, availWrap)) {
                 return null;
             }
         }
         int start = line(nextAvail, availWrap);
-        int end = walk(flags);
+        int end = walk(ring, nextAvail, availWrap, flags);
         int id = chain.head();
         int slots = distance(start, end);
         // The used position trails the available one by the slots outstanding; a correct driver never has more
@@ -342,9 +378,42 @@ public final class PackedDeviceQueue implements DeviceQueue {
         idSlots[id] = slots;
         idWritable[id] = chain.writableBytes();
         idStart[id] = start;
+        if (inflight != null && !inflight.fetched(id, ring, nextAvail, slots)) {
+            throw breakWith(new IndexJumpException(field(false, nextAvail, "flags"), flags, "buffer " + id + " of "
+                    + slots + " slots made available while the inflight region holds fewer free entries: slots"
+                    + " reused before they were seen used"));
+        }
         idSeq[id] = popSeq++;
         nextAvail = slotOf(end);
         availWrap = wrapOf(end);
+        counters.buffers++;
+        return chain;
+    }
+
+    /**
+     * Pops the next buffer recovered from the inflight region: its copies laid out in a scratch ring, walked with
+     * every check of a ring pop; it stays marked in flight in the region.
+     */
+    private DescriptorChain popResubmitted() {
+        MemorySegment copies;
+        try {
+            copies = inflight.nextResubmitted();
+        } catch (RingViolationException e) {
+            throw breakWith(e);
+        }
+        walkingCopies = true;
+        try {
+            walk(copies, 0, true, PackedDescriptors.flagsPlainLoad(copies, 0));
+        } finally {
+            walkingCopies = false;
+        }
+        int id = chain.head();
+        inflight.resubmittedPopped(id);
+        inFlight[id] = true;
+        idSlots[id] = inflight.resubmittedSlots(id);
+        idWritable[id] = chain.writableBytes();
+        idSeq[id] = popSeq++;
+        resubmitLeft--;
         counters.buffers++;
         return chain;
     }
@@ -422,13 +491,15 @@ public final class PackedDeviceQueue implements DeviceQueue {
     }
 
     /**
-     * Reads the list whose first descriptor is at nextAvail (flags {@code flags}, already known available) into
-     * the chain and sets its id; returns the line position just past the list. Changes no queue state.
+     * Reads the list whose first descriptor is at {@code startSlot} of {@code ring} (flags {@code flags}, already
+     * known available) into the chain and sets its id; returns the line position just past the list. Changes no
+     * queue state. The ring is the descriptor ring, or the scratch ring a buffer resubmitted from the inflight
+     * region is laid out in (then error fields name the region's entries).
      */
-    private int walk(int flags) {
+    private int walk(MemorySegment ring, int startSlot, boolean startWrap, int flags) {
         chain.reset(0);
-        int slot = nextAvail;
-        boolean wrap = availWrap;
+        int slot = startSlot;
+        boolean wrap = startWrap;
         boolean seenWritable = false;
         int n = 0;
         while (true) {
@@ -556,7 +627,10 @@ public final class PackedDeviceQueue implements DeviceQueue {
     }
 
     /** Field name for errors; built only on the error path. */
-    private static String field(boolean indirect, int idx, String name) {
+    private String field(boolean indirect, int idx, String name) {
+        if (walkingCopies && !indirect) {
+            return "inflight.desc[" + inflight.scratchEntry(idx) + "]." + name;
+        }
         return (indirect ? "indirect[" : "desc[") + idx + "]." + name;
     }
 
@@ -571,10 +645,20 @@ public final class PackedDeviceQueue implements DeviceQueue {
         }
         inFlight[id] = false;
         popSeq--;
+        counters.buffers--;
+        if (inflight != null) {
+            if (inflight.isResubmitted(id)) {
+                // Back to the resubmit list (every ring pop after it was given back first); nextAvail stays.
+                inflight.resubmittedUnpopped(id);
+                resubmitLeft++;
+                knownCount = 0;
+                return;
+            }
+            inflight.unfetched(id);
+        }
         nextAvail = slotOf(idStart[id]);
         availWrap = wrapOf(idStart[id]);
         knownCount = 0;
-        counters.buffers--;
     }
 
     // ---- used side ----
@@ -598,6 +682,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
         }
         inFlight[id] = false;
         counters.completions++;
+        if (inflight != null) {
+            inflight.pushed(id);
+        }
         if (inOrder && writtenBytes == idWritable[id]) {
             // Whole: the driver may take it as used without an entry of its own (virtqueue.md 3.7). Held as part
             // of a run; the run's last buffer gets the entry, written when a partial one ends the run or at publish.
@@ -650,6 +737,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
         }
         PackedDescriptors.flagsRelease(ring, heldSlot, heldFlags);
         heldSlot = -1;
+        if (inflight != null) {
+            inflight.published();
+        }
         int line = line(nextUsed, usedWrap);
         undecidedSlots = Math.min(size, undecidedSlots + distance(publishedLine, line));
         publishedLine = line;
@@ -749,8 +839,8 @@ public final class PackedDeviceQueue implements DeviceQueue {
         } else {
             deviceEvent.release(0, EVENT_F_ENABLE);
         }
-        if (knownCount > 0) {
-            return true;
+        if (knownCount > 0 || resubmitLeft > 0) {
+            return true; // flags known available, or buffers recovered from the inflight region wait
         }
         // mb (store->load): the event suppression store must be visible before we re-read the next slot's flags.
         // The driver stores a head's flags then loads our event suppression; without the fence it can read the old

@@ -120,6 +120,15 @@ public final class SplitDeviceQueue implements DeviceQueue {
     private int runHead;
     private long runWritten;
 
+    /** Inflight tracking, or null when no region is attached (then the hot path pays one null check). */
+    private SplitInflight inflight;
+    /**
+     * Heads recovered from the inflight region and not yet popped. They stand at the avail positions from
+     * lastAvail on (their heads prefilled in {@link #poppedHeads}), before the ring's own buffers; while any is
+     * left, availCache equals lastAvail, so pop's fast path never sees them.
+     */
+    private int resubmitLeft;
+
     private final QueueCounters counters = new QueueCounters();
     private RingViolationException broken;
 
@@ -163,11 +172,39 @@ public final class SplitDeviceQueue implements DeviceQueue {
         expectedHead = -1;
         pushCursor = nextAvail;
         runLength = 0;
+        inflight = null;
+        resubmitLeft = 0;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Split: {@code state.nextUsed()} is the used.idx in the ring (what a new queue's {@link #state()} gives):
+     * the batch to clear is measured against it and the available position becomes it plus the resubmitted heads,
+     * whatever {@code state.nextAvail()} says (after a crash QEMU sends used.idx there). Resubmitted heads are
+     * walked and checked again when popped, as any chain from the ring.
+     */
     @Override
     public int restart(QueueState state, MemorySegment inflightRegion) {
-        throw new UnsupportedOperationException("inflight tracking: contract only, being built (issue 12)");
+        SplitInflight.checkRegionSize(inflightRegion, io.virtio4j.core.layout.RingFormat.SPLIT, size);
+        restart(state);
+        int usedIdx = state.nextUsed();
+        int[] heads = new int[size];
+        SplitInflight tracker;
+        try {
+            tracker = SplitInflight.recover(inflightRegion, size, usedIdx, heads);
+        } catch (RingViolationException e) {
+            throw breakWith(e);
+        }
+        int n = tracker.resubmitCount();
+        for (int k = 0; k < n; k++) {
+            poppedHeads[(usedIdx + k) & mask] = heads[k];
+        }
+        lastAvail = availCache = usedIdx;
+        pushCursor = usedIdx;
+        resubmitLeft = n;
+        inflight = tracker;
+        return n;
     }
 
     @Override
@@ -188,9 +225,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
                 throw new IllegalStateException("used entries pushed but not published: publishUsed() first");
             }
             // Broken: nothing more will be published, so the driver has seen what it will see.
-            return QueueState.split(lastAvail, usedPublished);
+            return QueueState.split(lastAvail + resubmitLeft, usedPublished);
         }
-        return QueueState.split(lastAvail, usedShadow);
+        return QueueState.split(lastAvail + resubmitLeft, usedShadow);
     }
 
     @Override
@@ -240,6 +277,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
     public DescriptorChain pop() {
         checkNotBroken();
         if (lastAvail == availCache) {
+            if (resubmitLeft > 0) {
+                return popResubmitted();
+            }
             availCache = loadAvailIdx();
             if (lastAvail == availCache) {
                 return null;
@@ -268,6 +308,27 @@ public final class SplitDeviceQueue implements DeviceQueue {
         poppedHeads[slot] = head;
         lastAvail = (lastAvail + 1) & 0xFFFF;
         counters.buffers++;
+        if (inflight != null) {
+            inflight.fetched(head);
+        }
+        return chain;
+    }
+
+    /**
+     * Pops the next head recovered from the inflight region: walked and checked like a chain from the ring (the
+     * descriptors are still the driver's, hostile as ever), already marked in flight in the region.
+     */
+    private DescriptorChain popResubmitted() {
+        int head = poppedHeads[lastAvail & mask];
+        int last = walk(head);
+        if (inOrder) {
+            expectedHead = (last + 1) & mask;
+        }
+        inFlight[head] = true;
+        headWritableBytes[head] = chain.writableBytes();
+        lastAvail = availCache = (lastAvail + 1) & 0xFFFF;
+        resubmitLeft--;
+        counters.buffers++;
         return chain;
     }
 
@@ -287,6 +348,15 @@ public final class SplitDeviceQueue implements DeviceQueue {
         inFlight[head] = false;
         lastAvail = prev;
         counters.buffers--;
+        if (inflight != null) {
+            if (inflight.isResubmitted(head)) {
+                // Back to the resubmit list (every ring pop after it was given back first): pop's slow path again.
+                resubmitLeft++;
+                availCache = prev;
+            } else {
+                inflight.unfetched(head);
+            }
+        }
         if (inOrder) {
             expectedHead = head; // the next pop reads this chain again
         }
@@ -453,6 +523,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
         inFlight[head] = false;
         usedShadow = (usedShadow + 1) & 0xFFFF;
         counters.completions++;
+        if (inflight != null) {
+            inflight.pushed(head);
+        }
         if (!inOrder) {
             used.elem((usedShadow - 1) & mask, head, (int) writtenBytes);
             return;
@@ -490,6 +563,9 @@ public final class SplitDeviceQueue implements DeviceQueue {
             counters.strongFences++;
         }
         used.idxRelease(usedShadow);
+        if (inflight != null) {
+            inflight.published(usedShadow);
+        }
         // Entries published without a notification decision can carry used.idx round the 16-bit circle past the
         // index of the last decision: need_event's old index would then name a point 65,536 entries back and
         // could suppress a notification the driver asked for. Once the new index passes it, it is stale: the
@@ -573,9 +649,12 @@ public final class SplitDeviceQueue implements DeviceQueue {
         counters.enableCalls++;
         kicksEnabled = true;
         if (eventIdx) {
-            used.availEventRelease(lastAvail);
+            used.availEventRelease((lastAvail + resubmitLeft) & 0xFFFF);
         } else {
             used.flagsRelease(0);
+        }
+        if (resubmitLeft > 0) {
+            return true; // buffers recovered from the inflight region wait: no need to look at the ring
         }
         // mb (store->load): the avail_event / flags store must be visible before we re-read avail.idx. The
         // driver stores avail.idx then loads avail_event / used.flags; without the fence it can see the old
