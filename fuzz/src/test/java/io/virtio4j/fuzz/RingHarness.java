@@ -4,6 +4,7 @@ import io.virtio4j.core.device.DeviceOptions;
 import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.DriverQueue;
+import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
 import io.virtio4j.core.layout.RingFormat;
@@ -65,6 +66,10 @@ final class RingHarness implements AutoCloseable {
     final long poolBase;
     final DriverQueue driver;
     final DeviceQueue device;
+    final DeviceOptions deviceOptions;
+    /** This queue's inflight region (vhost-user's shared area), fenced by canaries like guest memory. */
+    final MemorySegment inflightRegion;
+    private final MemorySegment regionOuter;
     final CountingNotifier kicks = new CountingNotifier();
     final CountingNotifier calls = new CountingNotifier();
 
@@ -101,8 +106,17 @@ final class RingHarness implements AutoCloseable {
             d = d.withIndirect(guest.asSlice(indirectBase, indirectBytes), indirectBase, maxElements, 2);
         }
         driver = DriverQueue.over(ring.areas(), d, kicks);
-        device = DeviceQueue.over(ring.areas(), ring.guestMemory(),
-                new DeviceOptions(ordering, eventIdx, deviceIndirect, cachedAvail, inOrder), calls);
+        deviceOptions = new DeviceOptions(ordering, eventIdx, deviceIndirect, cachedAvail, inOrder);
+        device = newDevice();
+        long regionBytes = InflightLayout.queueRegionBytes(format, size);
+        regionOuter = arena.allocate(regionBytes + 2L * CANARY, 64);
+        regionOuter.fill(CANARY_BYTE);
+        inflightRegion = regionOuter.asSlice(CANARY, regionBytes);
+    }
+
+    /** A new device queue over this ring, at its initial state: a back-end (re)starting. */
+    DeviceQueue newDevice() {
+        return DeviceQueue.over(ring.areas(), ring.guestMemory(), deviceOptions, calls);
     }
 
     /** Guest address of element {@code e} of buffer slot {@code slot}. */
@@ -148,16 +162,21 @@ final class RingHarness implements AutoCloseable {
         return new long[]{indirectBase, poolBase - indirectBase};
     }
 
-    /** Writes 1, 2, 4 or 8 bytes the input chooses at an offset it chooses inside one of {@code areas}. */
+    /** Writes 1, 2, 4 or 8 bytes the input chooses at an offset it chooses inside one of {@code areas} of guest memory. */
     void scribble(FuzzInput in, long[][] areas) {
+        scribble(in, guest, areas);
+    }
+
+    /** The same into {@code target}, {@code areas} being [offset, length) pairs in it. */
+    static void scribble(FuzzInput in, MemorySegment target, long[][] areas) {
         long[] a = areas[in.below(areas.length)];
         int width = 1 << in.below(4);
         long off = a[0] + (in.u16() % Math.max(1, a[1]));
         off = Math.min(off, a[0] + a[1] - width);
         off = Math.max(off, a[0]);
         long value = in.u64();
-        for (int i = 0; i < width && off + i < guest.byteSize(); i++) {
-            guest.set(ValueLayout.JAVA_BYTE, off + i, (byte) (value >>> (8 * i)));
+        for (int i = 0; i < width && off + i < target.byteSize(); i++) {
+            target.set(ValueLayout.JAVA_BYTE, off + i, (byte) (value >>> (8 * i)));
         }
     }
 
@@ -172,6 +191,9 @@ final class RingHarness implements AutoCloseable {
     public void close() {
         try {
             for (long i = 0; i < CANARY; i++) {
+                assertEquals(CANARY_BYTE, regionOuter.get(ValueLayout.JAVA_BYTE, i), "canary before the inflight region");
+                assertEquals(CANARY_BYTE, regionOuter.get(ValueLayout.JAVA_BYTE, regionOuter.byteSize() - 1 - i),
+                        "canary after the inflight region");
                 assertEquals(CANARY_BYTE, all.get(ValueLayout.JAVA_BYTE, i), "canary before guest memory at " + i);
                 assertEquals(CANARY_BYTE, all.get(ValueLayout.JAVA_BYTE, all.byteSize() - 1 - i),
                         "canary after guest memory at -" + i);

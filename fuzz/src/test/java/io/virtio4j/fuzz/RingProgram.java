@@ -43,7 +43,10 @@ final class RingProgram {
     private final RingHarness h;
     private final FuzzInput in;
     private final DriverQueue driver;
-    private final DeviceQueue device;
+    /** The back-end's queue: a new one after each {@link #crash}. */
+    private DeviceQueue device;
+    /** Where the device stood at its last publication: what the driver saw (packed restarts from it). */
+    private io.virtio4j.core.device.QueueState published = io.virtio4j.core.device.QueueState.INITIAL;
     private final MemorySegment scratch;
     private final ScatterGather sg;
     private final RingBuffer[] bySlot;
@@ -124,6 +127,7 @@ final class RingProgram {
                     device.publishUsed();
                 }
                 published();
+                published = device.state();
             });
             case 6 -> reap();
             case 7 -> unpop();
@@ -371,6 +375,7 @@ final class RingProgram {
             deviceCall(() -> {
                 device.flushUsed();
                 published();
+                published = device.state();
             });
             for (int i = 0; i <= h.size && !driver.isBroken() && hasUsed(); i++) {
                 reap();
@@ -444,6 +449,94 @@ final class RingProgram {
             }
         }
         reordered = true;
+    }
+
+    /**
+     * Turns inflight tracking on: the device restarts where it stands over the harness's region, which holds the
+     * input's garbage but a version of 0 (fresh: a back-end must trust nothing else in it), so nothing is
+     * resubmitted.
+     */
+    void trackInflight() {
+        MemorySegment r = h.inflightRegion;
+        int seed = in.u8();
+        for (long i = 0; i < r.byteSize(); i++) {
+            r.set(ValueLayout.JAVA_BYTE, i, RingHarness.pattern(seed, i));
+        }
+        r.set(ValueLayout.JAVA_SHORT_UNALIGNED, h.format == io.virtio4j.core.layout.RingFormat.SPLIT
+                ? io.virtio4j.core.layout.InflightLayout.SPLIT_VERSION
+                : io.virtio4j.core.layout.InflightLayout.PACKED_VERSION, (short) 0);
+        assertEquals(0, device.restart(device.state(), r), "a fresh region resubmits nothing");
+        published = device.state();
+    }
+
+    /**
+     * The back-end dies where it stands (kill -9) and a new one takes the ring and the inflight region over,
+     * restarted as QEMU restarts it after a disconnect (split: at the ring's used.idx; packed: at the used position
+     * the driver last saw published). Honest region: exactly the buffers the old device had fetched and not
+     * published are resubmitted, each once, before anything else. Scribbled region: the restart may refuse it with
+     * {@link io.virtio4j.core.error.InvalidInflightRegionException} (the queue is broken) or a later pop may refuse
+     * an entry; whatever is resubmitted lies in guest memory and names no buffer twice.
+     */
+    void crash() {
+        io.virtio4j.core.device.QueueState state;
+        if (h.format == io.virtio4j.core.layout.RingFormat.SPLIT) {
+            long idxAt = h.deviceAreas()[0][0] + 2;
+            int usedIdx = Short.toUnsignedInt(h.guest.get(ValueLayout.JAVA_SHORT_UNALIGNED, idxAt));
+            state = io.virtio4j.core.device.QueueState.split(usedIdx, usedIdx);
+        } else {
+            state = new io.virtio4j.core.device.QueueState(published.nextUsed(), published.usedWrap(),
+                    published.nextUsed(), published.usedWrap());
+        }
+        List<RingBuffer> fetched = new ArrayList<>();
+        for (RingBuffer b : all) {
+            if (b.state == RingBuffer.State.POPPED || b.state == RingBuffer.State.PUSHED) {
+                b.state = RingBuffer.State.ADDED;
+                fetched.add(b);
+            }
+        }
+        popped.clear();
+        pops.clear();
+        unpopped.clear();
+        for (RingBuffer b : all) {
+            if (b.state == RingBuffer.State.ADDED) {
+                unpopped.add(b);
+            }
+        }
+        reordered = true;
+        device = h.newDevice();
+        int n;
+        try {
+            n = device.restart(state, h.inflightRegion);
+        } catch (RingViolationException e) {
+            deviceBroke(e);
+            return;
+        }
+        trace("crash: " + n + " resubmitted, " + fetched.size() + " fetched and not published");
+        published = device.state();
+        if (!hostile) {
+            assertEquals(fetched.size(), n, "buffers resubmitted after a crash");
+        }
+        java.util.Set<RingBuffer> again = new java.util.HashSet<>();
+        for (int i = 0; i < n; i++) {
+            int before = popped.size();
+            if (!pop() || popped.size() == before) {
+                assertTrue(hostile, "resubmitted buffer " + i + " of " + n + " did not pop");
+                return;
+            }
+            RingBuffer b = popped.getLast().buffer();
+            if (!hostile) {
+                assertTrue(b != null && fetched.contains(b), "resubmitted a buffer the old device had not fetched");
+            }
+            if (b != null) {
+                assertTrue(again.add(b), "buffer " + b.seq + " resubmitted twice");
+            }
+        }
+    }
+
+    /** The front-end writes 1 to 8 bytes the input chooses into the inflight region. */
+    void scribbleRegion() {
+        hostile();
+        RingHarness.scribble(in, h.inflightRegion, new long[][]{{0, h.inflightRegion.byteSize()}});
     }
 
     /**
