@@ -20,6 +20,8 @@ final class RingBuffer {
     final long readableBytes;
     final long writableBytes;
     State state = State.ADDED;
+    /** Taken by the device (from the ring or a recovery) and not yet published: a crash must resubmit it. */
+    boolean owed;
     /** Bytes the device said it wrote, once pushed (honest runs). */
     long written = -1;
 

@@ -69,6 +69,8 @@ final class RingProgram {
         private final int id;
         private final long written;
         private final RingBuffer buffer;
+        /** Popped from the resubmitted buffers of a recovery, not from the ring. */
+        private boolean resubmitted;
 
         Popped(int id, long written, RingBuffer buffer) {
             this.id = id;
@@ -215,11 +217,13 @@ final class RingProgram {
             unpopped.remove(b);
             checkChainIsBuffer(c, b);
             b.state = RingBuffer.State.POPPED;
+            b.owed = true;
         } else {
             RingBuffer guess = c.count() > 0 ? bufferAt(c, 0) : null;
             if (guess != null && guess.state == RingBuffer.State.ADDED) {
                 unpopped.remove(guess);
                 guess.state = RingBuffer.State.POPPED;
+                guess.owed = true;
                 b = guess;
             }
         }
@@ -312,6 +316,8 @@ final class RingProgram {
         // the buffer is the driver's again, unless a forged used entry already handed it back
         if (p.buffer() != null && p.buffer().state == RingBuffer.State.POPPED) {
             p.buffer().state = RingBuffer.State.ADDED;
+            // a ring pop given back rewinds the ring; a resubmitted one goes back to the resubmitted, still owed
+            p.buffer().owed = p.resubmitted;
             unpopped.addFirst(p.buffer());
         }
     }
@@ -414,6 +420,7 @@ final class RingProgram {
         for (RingBuffer b : all) {
             if (b.state == RingBuffer.State.PUSHED) {
                 b.state = RingBuffer.State.PUBLISHED;
+                b.owed = false;
             }
         }
     }
@@ -487,9 +494,11 @@ final class RingProgram {
             state = new io.virtio4j.core.device.QueueState(published.nextUsed(), published.usedWrap(),
                     published.nextUsed(), published.usedWrap());
         }
+        // what the dead back-end owed: taken (from the ring or a recovery) and not published
         List<RingBuffer> fetched = new ArrayList<>();
         for (RingBuffer b : all) {
-            if (b.state == RingBuffer.State.POPPED || b.state == RingBuffer.State.PUSHED) {
+            if (b.owed && (b.state == RingBuffer.State.ADDED || b.state == RingBuffer.State.POPPED
+                    || b.state == RingBuffer.State.PUSHED)) {
                 b.state = RingBuffer.State.ADDED;
                 fetched.add(b);
             }
@@ -523,6 +532,7 @@ final class RingProgram {
                 assertTrue(hostile, "resubmitted buffer " + i + " of " + n + " did not pop");
                 return;
             }
+            popped.getLast().resubmitted = true;
             RingBuffer b = popped.getLast().buffer();
             if (!hostile) {
                 assertTrue(b != null && fetched.contains(b), "resubmitted a buffer the old device had not fetched");
