@@ -209,6 +209,7 @@ final class RingProgram {
         }
         checkChainShape(c);
         RingBuffer b = null;
+        boolean wasOwed = false;
         if (!hostile) {
             // FIFO until a reconnect: the driver then re-offers what is left in an order of its own
             b = reordered ? bufferAt(c, 0) : unpopped.peekFirst();
@@ -217,6 +218,7 @@ final class RingProgram {
             unpopped.remove(b);
             checkChainIsBuffer(c, b);
             b.state = RingBuffer.State.POPPED;
+            wasOwed = b.owed;
             b.owed = true;
         } else {
             RingBuffer guess = c.count() > 0 ? bufferAt(c, 0) : null;
@@ -236,6 +238,9 @@ final class RingProgram {
         assertEquals(written, c.scatter(0, scratch, 0, written), "scatter into the writable part");
         trace("popped id " + c.head() + " buffer " + (b == null ? "?" : b.seq) + " written " + written);
         Popped p = new Popped(c.head(), written, b);
+        // a buffer the device already owed (resubmitted, or given back after that) came from its resubmitted
+        // buffers, not from the ring
+        p.resubmitted = wasOwed;
         popped.add(p);
         pops.push(p);
         return true;
