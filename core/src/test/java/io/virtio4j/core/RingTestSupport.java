@@ -163,6 +163,12 @@ public final class RingTestSupport {
             return new Pair(RingFormat.SPLIT, queueSize, indirectMax, indirectThreshold, driverOptions, deviceOptions);
         }
 
+        /** As {@link #open(int, int, int, DriverOptions, DeviceOptions)}, in either format. */
+        public static Pair open(RingFormat format, int queueSize, int indirectMax, int indirectThreshold,
+                                DriverOptions driverOptions, DeviceOptions deviceOptions) {
+            return new Pair(format, queueSize, indirectMax, indirectThreshold, driverOptions, deviceOptions);
+        }
+
         /** Both sides with VIRTIO_F_EVENT_IDX on or off, everything else default. */
         public static Pair withEventIdx(int queueSize, boolean eventIdx) {
             return open(queueSize, DriverOptions.defaults().withEventIdx(eventIdx),

@@ -199,7 +199,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
      */
     @Override
     public int restart(QueueState state, MemorySegment inflightRegion) {
-        SplitInflight.checkRegionSize(inflightRegion, io.virtio4j.core.layout.RingFormat.PACKED, size);
+        InflightRegions.checkSize(inflightRegion, io.virtio4j.core.layout.RingFormat.PACKED, size);
         restart(state);
         PackedInflight tracker;
         try {

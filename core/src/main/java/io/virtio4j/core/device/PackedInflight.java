@@ -148,7 +148,7 @@ final class PackedInflight {
      */
     static PackedInflight recover(MemorySegment region, int size, MemorySegment ring, int freshUsed,
                                   boolean freshWrap) {
-        SplitInflight.checkRegionSize(region, RingFormat.PACKED, size);
+        InflightRegions.checkSize(region, RingFormat.PACKED, size);
         PackedInflight t = new PackedInflight(region, size);
         int version = t.u16(PACKED_VERSION);
         if (version == 0) {
@@ -301,7 +301,7 @@ final class PackedInflight {
             highest = Math.max(highest, c);
             resubmitted[n++] = i;
         }
-        sortByCounter(resubmitted, n, counters);
+        InflightRegions.sortByCounter(resubmitted, n, counters);
         // Every check passed: the writes. The committed batch's flags first, then the positions (a crash after them
         // leaves no batch to walk, whose links the free list below rewrites), then the free list, emptied while its
         // links are rewritten so that a crash half-way leaves no loop. A crash anywhere here leaves a region the
@@ -371,18 +371,6 @@ final class PackedInflight {
         headLast[head] = e;
         headNum[head] = num;
         return e;
-    }
-
-    private static void sortByCounter(int[] heads, int n, long[] counters) {
-        Integer[] boxed = new Integer[n];
-        for (int k = 0; k < n; k++) {
-            boxed[k] = heads[k];
-        }
-        Arrays.sort(boxed, (a, b) -> counters[a] != counters[b] ? Long.compare(counters[a], counters[b])
-                : Integer.compare(a, b));
-        for (int k = 0; k < n; k++) {
-            heads[k] = boxed[k];
-        }
     }
 
     int resubmitCount() {

@@ -186,7 +186,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
      */
     @Override
     public int restart(QueueState state, MemorySegment inflightRegion) {
-        SplitInflight.checkRegionSize(inflightRegion, io.virtio4j.core.layout.RingFormat.SPLIT, size);
+        InflightRegions.checkSize(inflightRegion, io.virtio4j.core.layout.RingFormat.SPLIT, size);
         restart(state);
         int usedIdx = state.nextUsed();
         int[] heads = new int[size];

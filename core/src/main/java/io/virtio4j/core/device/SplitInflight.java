@@ -8,7 +8,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
-import java.util.Arrays;
 
 import static io.virtio4j.core.layout.InflightLayout.SPLIT_DESC_NUM;
 import static io.virtio4j.core.layout.InflightLayout.SPLIT_ENTRY_COUNTER;
@@ -76,7 +75,7 @@ final class SplitInflight {
      * @throws InvalidInflightRegionException naming the first field that no back-end could have written
      */
     static SplitInflight recover(MemorySegment region, int size, int usedIdx, int[] heads) {
-        checkRegionSize(region, RingFormat.SPLIT, size);
+        InflightRegions.checkSize(region, RingFormat.SPLIT, size);
         SplitInflight t = new SplitInflight(region, size);
         int version = Short.toUnsignedInt(region.get(U16, SPLIT_VERSION));
         if (version == 0) {
@@ -145,7 +144,7 @@ final class SplitInflight {
                 heads[n++] = i;
             }
         }
-        sortByCounter(heads, n, counters);
+        InflightRegions.sortByCounter(heads, n, counters);
         // Every check passed: now the writes. The batch's flags first, then used_idx (release, see the class
         // comment): a crash in between leaves used_idx behind, and the next recovery clears the same batch again.
         for (int i = 0; i < size; i++) {
@@ -168,30 +167,6 @@ final class SplitInflight {
     /** Heads recovery found in flight: written to the array given to {@link #recover}. */
     int resubmitCount() {
         return resubmitCount;
-    }
-
-    static void checkRegionSize(MemorySegment region, RingFormat format, int size) {
-        long want = InflightLayout.queueRegionBytes(format, size);
-        if (region.byteSize() != want) {
-            throw new IllegalArgumentException("a " + format + " queue of size " + size + " needs an inflight region of "
-                    + want + " bytes, not " + region.byteSize());
-        }
-        if (!region.isNative() || region.address() % 8 != 0) {
-            throw new IllegalArgumentException("the inflight region must be native memory aligned to 8 bytes");
-        }
-    }
-
-    /** Index order among equal counters, so a hostile region with duplicates still resubmits deterministically. */
-    private static void sortByCounter(int[] heads, int n, long[] counters) {
-        Integer[] boxed = new Integer[n];
-        for (int k = 0; k < n; k++) {
-            boxed[k] = heads[k];
-        }
-        Arrays.sort(boxed, (a, b) -> counters[a] != counters[b] ? Long.compare(counters[a], counters[b])
-                : Integer.compare(a, b));
-        for (int k = 0; k < n; k++) {
-            heads[k] = boxed[k];
-        }
     }
 
     /**

@@ -50,10 +50,10 @@ class InflightCrashTest {
                 cases.add(new Case("random-in-order-" + s, format, 16, true, false, new int[] {1, 2},
                         InflightRig.randomScript(100 + s, 40, 16, 3, true)));
             }
+            cases.add(new Case("indirect", format, 16, false, true, new int[] {1, 1, 3, 2, 2, 3}, OUT_OF_ORDER));
+            cases.add(new Case("random-indirect", format, 16, false, true, new int[] {1, 1, 3, 2, 2, 3},
+                    InflightRig.randomScript(7, 40, 16, 2, false)));
         }
-        cases.add(new Case("indirect", RingFormat.SPLIT, 16, false, true, new int[] {1, 1, 3, 2, 2, 3}, OUT_OF_ORDER));
-        cases.add(new Case("random-indirect", RingFormat.SPLIT, 16, false, true, new int[] {1, 1, 3, 2, 2, 3},
-                InflightRig.randomScript(7, 40, 16, 2, false)));
         return cases;
     }
 

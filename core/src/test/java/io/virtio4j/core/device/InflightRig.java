@@ -70,10 +70,7 @@ final class InflightRig implements AutoCloseable {
         DriverOptions driverOptions = DriverOptions.defaults().withInOrder(inOrder);
         this.options = DeviceOptions.defaults().withInOrder(inOrder);
         if (indirect) {
-            if (format != RingFormat.SPLIT) {
-                throw new IllegalArgumentException("the fixture's indirect tables are split only");
-            }
-            pair = Pair.open(queueSize, 8, 3, driverOptions, options);
+            pair = Pair.open(format, queueSize, 8, 3, driverOptions, options);
         } else {
             pair = Pair.open(format, queueSize, driverOptions, options);
         }
