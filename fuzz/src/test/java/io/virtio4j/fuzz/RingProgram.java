@@ -2,16 +2,21 @@ package io.virtio4j.fuzz;
 
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.DeviceQueue;
+import io.virtio4j.core.device.QueueState;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.error.QueueBrokenException;
 import io.virtio4j.core.error.RingViolationException;
+import io.virtio4j.core.layout.InflightLayout;
+import io.virtio4j.core.layout.RingFormat;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -46,7 +51,7 @@ final class RingProgram {
     /** The back-end's queue: a new one after each {@link #crash}. */
     private DeviceQueue device;
     /** Where the device stood at its last publication: what the driver saw (packed restarts from it). */
-    private io.virtio4j.core.device.QueueState published = io.virtio4j.core.device.QueueState.INITIAL;
+    private QueueState published = QueueState.INITIAL;
     private final MemorySegment scratch;
     private final ScatterGather sg;
     private final RingBuffer[] bySlot;
@@ -436,7 +441,7 @@ final class RingProgram {
      * ({@link DriverQueue#reofferInFlight()}) and the new device resumes at the index it returns.
      */
     void reconnect() {
-        if (h.format != io.virtio4j.core.layout.RingFormat.SPLIT || driver.isBroken()) {
+        if (h.format != RingFormat.SPLIT || driver.isBroken()) {
             return;
         }
         int base;
@@ -447,7 +452,7 @@ final class RingProgram {
             return;
         }
         try {
-            device.restart(io.virtio4j.core.device.QueueState.split(base, base));
+            device.restart(QueueState.split(base, base));
         } catch (RingViolationException e) {
             deviceBroke(e);
             return;
@@ -474,9 +479,9 @@ final class RingProgram {
         for (long i = 0; i < r.byteSize(); i++) {
             r.set(ValueLayout.JAVA_BYTE, i, RingHarness.pattern(seed, i));
         }
-        r.set(ValueLayout.JAVA_SHORT_UNALIGNED, h.format == io.virtio4j.core.layout.RingFormat.SPLIT
-                ? io.virtio4j.core.layout.InflightLayout.SPLIT_VERSION
-                : io.virtio4j.core.layout.InflightLayout.PACKED_VERSION, (short) 0);
+        r.set(ValueLayout.JAVA_SHORT_UNALIGNED, h.format == RingFormat.SPLIT
+                ? InflightLayout.SPLIT_VERSION
+                : InflightLayout.PACKED_VERSION, (short) 0);
         assertEquals(0, device.restart(device.state(), r), "a fresh region resubmits nothing");
         published = device.state();
     }
@@ -490,13 +495,13 @@ final class RingProgram {
      * an entry; whatever is resubmitted lies in guest memory and names no buffer twice.
      */
     void crash() {
-        io.virtio4j.core.device.QueueState state;
-        if (h.format == io.virtio4j.core.layout.RingFormat.SPLIT) {
+        QueueState state;
+        if (h.format == RingFormat.SPLIT) {
             long idxAt = h.deviceAreas()[0][0] + 2;
             int usedIdx = Short.toUnsignedInt(h.guest.get(ValueLayout.JAVA_SHORT_UNALIGNED, idxAt));
-            state = io.virtio4j.core.device.QueueState.split(usedIdx, usedIdx);
+            state = QueueState.split(usedIdx, usedIdx);
         } else {
-            state = new io.virtio4j.core.device.QueueState(published.nextUsed(), published.usedWrap(),
+            state = new QueueState(published.nextUsed(), published.usedWrap(),
                     published.nextUsed(), published.usedWrap());
         }
         // what the dead back-end owed: taken (from the ring or a recovery) and not published
@@ -530,7 +535,7 @@ final class RingProgram {
         if (!hostile) {
             assertEquals(fetched.size(), n, "buffers resubmitted after a crash");
         }
-        java.util.Set<RingBuffer> again = new java.util.HashSet<>();
+        Set<RingBuffer> again = new HashSet<>();
         for (int i = 0; i < n; i++) {
             int before = popped.size();
             if (!pop() || popped.size() == before) {
