@@ -307,6 +307,7 @@ final class RingProgram {
         }
         int k = h.inOrder ? 0 : in.below(popped.size());
         Popped p = popped.remove(k);
+        trace("push id " + p.id() + " written " + p.written());
         deviceCall(() -> device.pushUsed(p.id(), p.written()));
         pushed(p);
     }
@@ -320,6 +321,7 @@ final class RingProgram {
         if (p == null || !popped.contains(p)) {
             return;
         }
+        trace("unpop id " + p.id());
         device.unpop(p.id());
         pops.pop();
         popped.remove(p);
@@ -533,6 +535,7 @@ final class RingProgram {
         trace("crash: " + n + " resubmitted, " + fetched.size() + " fetched and not published");
         published = device.state();
         if (!hostile) {
+            // DeviceQueue.restart's contract: every buffer still marked in flight is resubmitted
             assertEquals(fetched.size(), n, "buffers resubmitted after a crash");
         }
         Set<RingBuffer> again = new HashSet<>();
