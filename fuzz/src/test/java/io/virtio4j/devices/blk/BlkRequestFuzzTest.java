@@ -165,7 +165,7 @@ class BlkRequestFuzzTest {
             engine = new Engine(depth);
             requests = new BlkRequests(0, arena, engine, new WriteCache(), readOnly, CAPACITY, blockSize, SERIAL,
                     new BlkStats());
-            requests.attach(device, features);
+            requests.attach(device, features, null, ring.guestMemory());
         }
 
         /** A few requests made available at once, served, and checked. */
