@@ -347,28 +347,42 @@ class VhostUserStreamFuzzTest {
     private static void readReplies(UnixSocket front, Arena arena, List<int[]> replies) {
         MemorySegment h = arena.allocate(Header.SIZE, 8);
         MemorySegment body = arena.allocate(Request.MAX_PAYLOAD + 16, 8);
-        FileDescriptor[] none = new FileDescriptor[0];
+        // A reply may carry one descriptor: GET_INFLIGHT_FD's area (no other reply does). Room for more, so that a
+        // back-end sending more is caught by the count below rather than truncated away.
+        FileDescriptor[] fds = new FileDescriptor[UnixSocket.MAX_FDS];
         while (true) {
-            if (!readFully(front, h, Header.SIZE, none)) {
+            int[] fdCount = new int[1];
+            if (!readFully(front, h, Header.SIZE, fds, fdCount)) {
                 return;
             }
             int request = h.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
             int flags = h.get(ValueLayout.JAVA_INT_UNALIGNED, 4);
             int size = h.get(ValueLayout.JAVA_INT_UNALIGNED, 8);
             assertTrue(size >= 0 && size <= Request.MAX_PAYLOAD, "reply to " + request + " of " + size + " bytes");
-            assertTrue(size == 0 || readFully(front, body, size, none), "reply to " + request + " cut short");
+            assertTrue(size == 0 || readFully(front, body, size, fds, fdCount), "reply to " + request + " cut short");
+            assertTrue(fdCount[0] <= (request == Request.GET_INFLIGHT_FD.code() ? 1 : 0),
+                    fdCount[0] + " descriptors came with the reply to " + request);
             long word = size >= 8 ? body.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) : -1;
             replies.add(new int[]{request, flags, size, (int) word});
         }
     }
 
-    /** Reads exactly {@code n} bytes; false at end of stream before the first. */
-    private static boolean readFully(UnixSocket s, MemorySegment into, long n, FileDescriptor[] none) {
+    /**
+     * Reads exactly {@code n} bytes; false at end of stream before the first. Descriptors that come along are counted
+     * into {@code fdCount[0]} and closed at once (the harness only checks that they came where they may).
+     */
+    private static boolean readFully(UnixSocket s, MemorySegment into, long n, FileDescriptor[] fds, int[] fdCount) {
         long at = 0;
         while (at < n) {
             long got;
             try {
-                got = s.recvmsg(into.asSlice(at, n - at), none).bytes();
+                UnixSocket.Received r = s.recvmsg(into.asSlice(at, n - at), fds);
+                for (int i = 0; i < r.fds(); i++) {
+                    fds[i].close();
+                    fds[i] = null;
+                }
+                fdCount[0] += r.fds();
+                got = r.bytes();
             } catch (LinuxException e) {
                 // The back-end closed with our later messages unread: Linux reports ECONNRESET once the replies
                 // queued before it are read, i.e. the end of the stream.
