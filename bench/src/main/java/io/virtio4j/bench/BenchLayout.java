@@ -2,8 +2,8 @@ package io.virtio4j.bench;
 
 import io.virtio4j.core.device.DeviceOptions;
 import io.virtio4j.core.device.DeviceQueue;
-import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.device.QueueState;
+import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.SplitLayout;
