@@ -33,11 +33,15 @@ import java.util.Map;
  * @param verify           driver writes a sequence number, device echoes it, driver checks it
  * @param driverCpu        CPU to pin the driver thread to, or -1
  * @param deviceCpu        CPU to pin the device thread to, or -1
+ * @param inflight         the device queue records every buffer it holds in an inflight region (vhost-user's
+ *                         INFLIGHT_SHMFD tracking: {@code DeviceQueue.restart(state, region)} over a fresh region of
+ *                         {@code InflightLayout.queueRegionBytes}), as a back-end with an inflight area does
  */
 public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, int bufSize, int chain,
                           boolean indirect, boolean eventIdx, boolean inOrder, boolean delayedInterrupt,
                           Ordering barriers, AvailPublication availPublish, boolean cachedAvail, NotificationMode mode,
-                          boolean toggleNotify, long hybridSpinNanos, boolean verify, int driverCpu, int deviceCpu) {
+                          boolean toggleNotify, long hybridSpinNanos, boolean verify, int driverCpu, int deviceCpu,
+                          boolean inflight) {
 
     public BenchConfig {
         if (bufs < 1) {
@@ -75,7 +79,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
 
     public static BenchConfig defaults() {
         return new BenchConfig(2_000_000, 256, RingFormat.SPLIT, 64, 64, 1, false, true, false, false,
-                Ordering.WEAK, AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1);
+                Ordering.WEAK, AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1, false);
     }
 
     /**
@@ -124,6 +128,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
         m.put("verify", Boolean.toString(verify));
         m.put("driver-cpu", Integer.toString(driverCpu));
         m.put("device-cpu", Integer.toString(deviceCpu));
+        m.put("inflight", inflight ? "on" : "off");
         return m;
     }
 
@@ -147,7 +152,8 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 Long.parseLong(m.get("hybrid-spin-ns")),
                 bool(m, "verify"),
                 Integer.parseInt(m.get("driver-cpu")),
-                Integer.parseInt(m.get("device-cpu")));
+                Integer.parseInt(m.get("device-cpu")),
+                bool(m, "inflight"));
     }
 
     private static boolean bool(Map<String, String> m, String k) {
@@ -178,6 +184,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 + ", cached-avail " + (cachedAvail ? "on" : "off")
                 + ", event-idx " + (eventIdx ? "on" : "off")
                 + ", in-order " + (inOrder ? "on" : "off")
+                + ", inflight " + (inflight ? "on" : "off")
                 + (delayedInterrupt ? ", delayed-interrupt" : "")
                 + (toggleNotify ? ", toggle-notify" : "")
                 + (verify ? ", verify" : "");

@@ -1,13 +1,30 @@
 package io.virtio4j.bench;
 
+import io.virtio4j.core.device.DescriptorChain;
+import io.virtio4j.core.device.DeviceQueue;
+import io.virtio4j.core.driver.DriverQueue;
+import io.virtio4j.core.driver.ScatterGather;
+import io.virtio4j.core.layout.InflightLayout;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.notify.ParkingNotifier;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Locale;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The benchmark moves every buffer and verifies the echoed payload, in process and across two processes. */
+/**
+ * The benchmark moves every buffer and verifies the echoed payload, in process and across two processes, with and
+ * without an inflight region.
+ */
 class BenchmarkRunsTest {
 
     private static BenchConfig small(String ring, String mode) {
@@ -38,14 +55,81 @@ class BenchmarkRunsTest {
         assertTrue(r.elapsedNanos() > 0);
     }
 
+    /** With an inflight region the device records every buffer it holds, and still moves every one, verified. */
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({
+        "split, poll",
+        "split, notify",
+        "packed, poll",
+        "packed, notify",
+    })
+    void inProcessRunsWithAnInflightRegionMoveEveryBuffer(String ring, String mode) throws Exception {
+        BenchConfig cfg = small(ring, mode).with("inflight", "on").with("batch", "16");
+        RunResult r = RingBenchmark.run(cfg);
+        assertEquals(cfg.bufs(), r.buffers());
+        assertEquals(cfg.bufs(), r.driver().completions);
+        assertEquals(cfg.bufs(), r.device().completions);
+        assertEquals(0, r.device().errors);
+    }
+
+    /**
+     * The layout's device queue records in the inflight region placed after the control word: a fresh region is
+     * initialised (version, desc_num), a buffer popped is marked in flight and cleared once its used entry is published;
+     * without the option there is no region.
+     */
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void theDeviceQueueRecordsInTheLayoutsInflightRegion(RingFormat format) {
+        String ring = format.name().toLowerCase(Locale.ROOT);
+        assertEquals(-1, BenchLayout.of(small(ring, "poll")).inflightOffset());
+        BenchConfig cfg = small(ring, "poll").with("inflight", "on").with("chain", "1");
+        BenchLayout layout = BenchLayout.of(cfg);
+        long regionBytes = InflightLayout.queueRegionBytes(format, cfg.ringSize());
+        assertTrue(layout.inflightOffset() >= layout.controlOffset() + 4, "after the control word");
+        assertEquals(0, layout.inflightOffset() % 4096, "on a page of its own");
+        assertTrue(layout.inflightOffset() + regionBytes <= layout.totalBytes());
+        boolean packed = format == RingFormat.PACKED;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment mem = arena.allocate(layout.totalBytes(), 4096);
+            ParkingNotifier kick = new ParkingNotifier();
+            DriverQueue driver = layout.driverQueue(mem, kick);
+            DeviceQueue device = layout.deviceQueue(mem, new ParkingNotifier());
+            MemorySegment region = mem.asSlice(layout.inflightOffset(), regionBytes);
+            assertEquals(InflightLayout.VERSION, region.get(ValueLayout.JAVA_SHORT_UNALIGNED,
+                    packed ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION));
+            assertEquals(cfg.ringSize(), region.get(ValueLayout.JAVA_SHORT_UNALIGNED,
+                    packed ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM));
+
+            driver.add(new ScatterGather(1).readable(layout.element(0, 0), cfg.bufSize()), "buffer 0");
+            driver.kick();
+            DescriptorChain chain = device.pop();
+            assertNotNull(chain);
+            // split: the head's entry; packed: the first free-list entry, which holds the buffer's id
+            long entry = packed ? InflightLayout.PACKED_HEADER_SIZE : InflightLayout.SPLIT_HEADER_SIZE
+                    + (long) chain.head() * InflightLayout.SPLIT_ENTRY_SIZE;
+            int flag = packed ? InflightLayout.PACKED_ENTRY_INFLIGHT : InflightLayout.SPLIT_ENTRY_INFLIGHT;
+            assertEquals(1, region.get(ValueLayout.JAVA_BYTE, entry + flag), "in flight");
+            if (packed) {
+                assertEquals(chain.head(), region.get(ValueLayout.JAVA_SHORT_UNALIGNED,
+                        entry + InflightLayout.PACKED_ENTRY_ID));
+            }
+            device.pushUsed(chain.head(), 0);
+            device.flushUsed();
+            assertEquals(0, region.get(ValueLayout.JAVA_BYTE, entry + flag), "returned");
+            assertEquals("buffer 0", driver.pollUsed());
+        }
+    }
+
     @Test
     void twoProcessRunsMoveEveryBufferAndReportTheDevicesCounters() throws Exception {
         try (TwoProcessBenchmark two = TwoProcessBenchmark.start()) {
             for (String ring : new String[] {"split", "packed"}) {
                 for (String mode : new String[] {"notify", "poll"}) {
-                    // packed: a size that is no power of two, which the device process must take as a whole
-                    BenchConfig cfg = small(ring, mode).with("ring-size", ring.equals("packed") ? "48" : "64");
-                    String what = ring + " " + mode;
+                    // packed: a size that is no power of two, which the device process must take as a whole;
+                    // poll runs with an inflight region in the device process, notify without
+                    BenchConfig cfg = small(ring, mode).with("ring-size", ring.equals("packed") ? "48" : "64")
+                            .with("inflight", mode.equals("poll") ? "on" : "off");
+                    String what = ring + " " + mode + " inflight " + cfg.inflight();
                     RunResult r = two.run(cfg);
                     assertEquals(cfg.bufs(), r.buffers(), what);
                     assertEquals(cfg.bufs(), r.device().buffers, "device popped every buffer (" + what + ")");

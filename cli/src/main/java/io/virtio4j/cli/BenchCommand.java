@@ -54,6 +54,10 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--in-order", arity = "1", paramLabel = "on|off", description = "negotiate VIRTIO_F_IN_ORDER on both "
             + "sides (default off)", converter = Converters.OnOffConverter.class)
     boolean inOrder = D.inOrder();
+    @Option(names = "--inflight", arity = "1", paramLabel = "on|off", description = "the device queue records every "
+            + "buffer it holds in an inflight region, as a vhost-user back-end with INFLIGHT_SHMFD does (default off)",
+            converter = Converters.OnOffConverter.class)
+    boolean inflight = D.inflight();
     @Option(names = "--delayed-interrupt", description = "driver asks for a notification after ~3/4 of outstanding buffers")
     boolean delayedInterrupt = D.delayedInterrupt();
     @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
@@ -86,7 +90,7 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--compare", paramLabel = "KEY=A,B",
             description = "run option KEY at value A and at value B interleaved (A B A B ...) and print B/A with a 95%% "
                     + "confidence interval, e.g. --compare barriers=weak,strong, --compare cached-avail=off,on or "
-                    + "--compare ring=split,packed")
+                    + "--compare ring=split,packed or --compare inflight=off,on")
     String compare;
 
     @Spec
@@ -97,7 +101,7 @@ public final class BenchCommand implements Callable<Integer> {
         try {
             return new BenchConfig(bufs, ringSize, ring, batch, bufSize, chain, indirect, !noEventIdx, inOrder,
                     delayedInterrupt, barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify,
-                    driverCpu, deviceCpu);
+                    driverCpu, deviceCpu, inflight);
         } catch (InvalidBenchOptionException e) {
             throw OptionFlags.rejected(spec, e);
         }

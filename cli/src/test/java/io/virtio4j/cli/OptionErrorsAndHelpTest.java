@@ -114,6 +114,20 @@ class OptionErrorsAndHelpTest {
     }
 
     @Test
+    void inflightTakesOnOrOffAndIsACompareKey() {
+        assertFalse(bench().config().inflight(), "off by default");
+        assertTrue(bench("--inflight", "on").config().inflight());
+        assertThrows(CommandLine.ParameterException.class, () -> bench("--inflight"));
+        BenchCommand cmp = bench("--compare", "inflight=off,on", "--ring", "packed");
+        BenchCommand.Comparison c = cmp.comparison(cmp.config());
+        assertFalse(c.a().inflight());
+        assertTrue(c.b().inflight());
+        assertEquals(c.a().with("inflight", "on"), c.b(), "only inflight differs");
+        assertEquals("on", c.b().toMap().get("inflight"), "the JSON report's config records it");
+        assertTrue(c.b().describe().contains("inflight on"), c.b().describe());
+    }
+
+    @Test
     void aCompareSideTheRingFormatRefusesIsReportedByItsFlags() {
         // a packed ring of 48 is fine; the split side of the comparison is not
         String[] r = execute("bench", "--ring", "packed", "--ring-size", "48", "--compare", "ring=packed,split");

@@ -54,6 +54,10 @@ public class DuplexRingBenchmark {
     @Param({"1", "64"})
     public int batch;
 
+    /** The device records every buffer it holds in an inflight region (vhost-user INFLIGHT_SHMFD). */
+    @Param({"false", "true"})
+    public boolean inflight;
+
     Ring ring;
     DriverQueue driver;
     DeviceQueue device;
@@ -62,7 +66,7 @@ public class DuplexRingBenchmark {
     public void setup() {
         ring = new Ring(format, QUEUE_SIZE);
         driver = ring.driver(ordering, AvailPublication.EAGER);
-        device = ring.device(ordering);
+        device = ring.device(ordering, inflight);
         driver.disableCallbacks(); // both sides poll: no notifications wanted
     }
 

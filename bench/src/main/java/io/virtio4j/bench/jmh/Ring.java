@@ -2,10 +2,12 @@ package io.virtio4j.bench.jmh;
 
 import io.virtio4j.core.device.DeviceOptions;
 import io.virtio4j.core.device.DeviceQueue;
+import io.virtio4j.core.device.QueueState;
 import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.AvailRing;
 import io.virtio4j.core.layout.EventSuppression;
+import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.PackedLayout;
 import io.virtio4j.core.layout.PackedRingAreas;
 import io.virtio4j.core.layout.RingAreas;
@@ -54,6 +56,8 @@ final class Ring implements AutoCloseable {
     final ParkingNotifier callNotifier = new ParkingNotifier();
     /** One token per descriptor, boxed once here so that {@code add} never boxes. */
     final Object[] tokens;
+    /** The inflight region {@link #device} restarted its queue over, or null. */
+    MemorySegment inflightRegion;
 
     Ring(RingFormat format, int queueSize) {
         this.queueSize = queueSize;
@@ -83,9 +87,20 @@ final class Ring implements AutoCloseable {
         return DriverQueue.over(areas, o, kickNotifier);
     }
 
-    /** EVENT_IDX and indirect descriptors on, cached avail index on enable (the defaults). */
-    DeviceQueue device(Ordering ordering) {
-        return DeviceQueue.over(areas, memory, DeviceOptions.defaults().withOrdering(ordering), callNotifier);
+    /**
+     * EVENT_IDX and indirect descriptors on, cached avail index on enable (the defaults); with {@code inflight}
+     * restarted over a fresh inflight region of its own (as a vhost-user back-end with INFLIGHT_SHMFD runs it), so
+     * that it records every buffer it holds.
+     */
+    DeviceQueue device(Ordering ordering, boolean inflight) {
+        DeviceQueue q = DeviceQueue.over(areas, memory, DeviceOptions.defaults().withOrdering(ordering), callNotifier);
+        if (inflight) {
+            // zeroed by the arena: a fresh region, nothing resubmitted, the queue starts where a new one does
+            inflightRegion = arena.allocate(InflightLayout.queueRegionBytes(areas.format(), queueSize),
+                    InflightLayout.REGION_ALIGN);
+            q.restart(QueueState.INITIAL, inflightRegion);
+        }
+        return q;
     }
 
     /**

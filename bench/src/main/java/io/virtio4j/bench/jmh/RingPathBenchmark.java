@@ -52,6 +52,10 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>{@code ordering} = STRONG adds a full fence at each publication and observation point on top of the
  * store-&gt;load fences both modes take.
+ *
+ * <p>{@code inflight} = true ({@code popPush} and {@code cycle}) restarts the device queue over an inflight region, so
+ * each pop, push and publication also records in it, as a vhost-user back-end with INFLIGHT_SHMFD does: the cost of
+ * that tracking, next to the same path without it.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -155,6 +159,10 @@ public class RingPathBenchmark {
         @Param({"SPLIT", "PACKED"})
         public RingFormat format;
 
+        /** The device records every buffer it holds in an inflight region (vhost-user INFLIGHT_SHMFD). */
+        @Param({"false", "true"})
+        public boolean inflight;
+
         DeviceQueue device;
         /** Split: the stand-in's avail.idx. */
         int availIdx;
@@ -166,7 +174,7 @@ public class RingPathBenchmark {
         @Setup
         public void setup() {
             open(format);
-            device = ring.device(ordering);
+            device = ring.device(ordering, inflight);
             switch (ring.areas) {
                 case SplitRingAreas split -> {
                     for (int h = 0; h < BUFFERS; h++) {
@@ -291,6 +299,10 @@ public class RingPathBenchmark {
         @Param({"SPLIT", "PACKED"})
         public RingFormat format;
 
+        /** The device records every buffer it holds in an inflight region (vhost-user INFLIGHT_SHMFD). */
+        @Param({"false", "true"})
+        public boolean inflight;
+
         DriverQueue driver;
         DeviceQueue device;
 
@@ -298,7 +310,7 @@ public class RingPathBenchmark {
         public void setup() {
             open(format);
             driver = ring.driver(ordering, AvailPublication.EAGER);
-            device = ring.device(ordering);
+            device = ring.device(ordering, inflight);
             driver.disableCallbacks();
         }
     }

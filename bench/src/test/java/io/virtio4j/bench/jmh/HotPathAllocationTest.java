@@ -1,5 +1,6 @@
 package io.virtio4j.bench.jmh;
 
+import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.ordering.Ordering;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -7,10 +8,13 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.openjdk.jmh.infra.Blackhole;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 /**
  * The JMH hot paths, run outside JMH on this thread: once the JIT has compiled them, a round of invocations must
@@ -35,6 +39,12 @@ class HotPathAllocationTest {
         return Stream.of(RingFormat.values()).flatMap(f -> params().map(a -> Arguments.of(f, a.get()[0], a.get()[1])));
     }
 
+    /** {@link #formatParams()} without and with an inflight region, for the benchmarks of the device queue. */
+    static Stream<Arguments> deviceParams() {
+        return Stream.of(false, true).flatMap(i -> formatParams().map(a -> Arguments.of(a.get()[0], a.get()[1],
+                a.get()[2], i)));
+    }
+
     /** Fewest bytes one round allocated; stops at the first round that allocated none. */
     private static long leastAllocatedPerRound(Runnable invocation) {
         long least = Long.MAX_VALUE;
@@ -54,6 +64,25 @@ class HotPathAllocationTest {
         return s;
     }
 
+    /**
+     * With {@code inflight} the device queue recorded in its region: initialised it and (split) moved the region's
+     * {@code used_idx} with the ring's used index; without, there is no region.
+     */
+    private static void assertRecorded(Ring ring, boolean inflight) {
+        if (!inflight) {
+            assertNull(ring.inflightRegion);
+            return;
+        }
+        MemorySegment r = ring.inflightRegion;
+        boolean packed = ring.areas.format() == RingFormat.PACKED;
+        assertEquals(InflightLayout.VERSION, r.get(ValueLayout.JAVA_SHORT_UNALIGNED,
+                packed ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION));
+        if (!packed) {
+            assertEquals(ring.used.idxAcquire(), Short.toUnsignedInt(r.get(ValueLayout.JAVA_SHORT_UNALIGNED,
+                    InflightLayout.SPLIT_USED_IDX)), "the region follows the published used index");
+        }
+    }
+
     @ParameterizedTest(name = "{0} {1} batch {2}")
     @MethodSource("formatParams")
     void addKickAllocatesNothing(RingFormat format, Ordering ordering, int batch) {
@@ -68,15 +97,17 @@ class HotPathAllocationTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} {1} batch {2}")
-    @MethodSource("formatParams")
-    void popPushAllocatesNothing(RingFormat format, Ordering ordering, int batch) {
+    @ParameterizedTest(name = "{0} {1} batch {2} inflight {3}")
+    @MethodSource("deviceParams")
+    void popPushAllocatesNothing(RingFormat format, Ordering ordering, int batch, boolean inflight) {
         RingPathBenchmark b = new RingPathBenchmark();
         RingPathBenchmark.PopPushState s = configure(new RingPathBenchmark.PopPushState(), ordering, batch);
         s.format = format;
+        s.inflight = inflight;
         s.setup();
         try {
             assertEquals(0, leastAllocatedPerRound(() -> b.popPush(s, BH)));
+            assertRecorded(s.ring, inflight);
         } finally {
             s.close();
         }
@@ -95,15 +126,17 @@ class HotPathAllocationTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} {1} batch {2}")
-    @MethodSource("formatParams")
-    void cycleAllocatesNothing(RingFormat format, Ordering ordering, int batch) {
+    @ParameterizedTest(name = "{0} {1} batch {2} inflight {3}")
+    @MethodSource("deviceParams")
+    void cycleAllocatesNothing(RingFormat format, Ordering ordering, int batch, boolean inflight) {
         RingPathBenchmark b = new RingPathBenchmark();
         RingPathBenchmark.CycleState s = configure(new RingPathBenchmark.CycleState(), ordering, batch);
         s.format = format;
+        s.inflight = inflight;
         s.setup();
         try {
             assertEquals(0, leastAllocatedPerRound(() -> b.cycle(s, BH)));
+            assertRecorded(s.ring, inflight);
         } finally {
             s.close();
         }

@@ -360,25 +360,21 @@ public final class FrontendSession implements AutoCloseable {
     }
 
     /**
-     * With INFLIGHT_SHMFD negotiated: GET_INFLIGHT_FD for every ring the first time (one queue size for all, as QEMU
-     * asks), then SET_INFLIGHT_FD with the area kept, as QEMU's vhost-user-blk does at each start. A back-end that
+     * With INFLIGHT_SHMFD negotiated: GET_INFLIGHT_FD for every ring the first time, then SET_INFLIGHT_FD with the
+     * area kept, as QEMU's vhost-user-blk does at each start. An area has one queue size for all its regions; the
+     * session asks with the largest of its rings, as QEMU asks with its queue-size property, and a smaller ring
+     * records in the first entries of its region (the back-end takes rings up to the area's size). A back-end that
      * has no area to give (mmap_size 0 or no descriptor) leaves the rings untracked, as QEMU does: logged, nothing
      * set, a reconnection re-offers what was in flight itself ({@link #reconnect}), and the next start asks again.
-     *
-     * @throws IllegalStateException when the rings differ in size: one area has one queue size (use
-     *         {@link #useInflight useInflight(false)})
      */
     private void setUpInflight(VhostUserFrontend fe) {
         if (!hasProtocol(ProtocolFeatures.INFLIGHT_SHMFD) || rings.isEmpty()) {
             return;
         }
         if (inflight == null) {
-            int size = rings.getFirst().queue().size();
+            int size = 0;
             for (DriverRing r : rings) {
-                if (r.queue().size() != size) {
-                    throw new IllegalStateException("ring " + r.index() + " has size " + r.queue().size() + ", ring 0 "
-                            + size + ": an inflight area has one queue size for all rings; use useInflight(false)");
-                }
+                size = Math.max(size, r.queue().size());
             }
             inflight = fe.getInflightFd(rings.size(), size);
             if (inflight == null) {

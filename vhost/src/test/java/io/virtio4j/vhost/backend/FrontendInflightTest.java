@@ -1,10 +1,15 @@
 package io.virtio4j.vhost.backend;
 
+import io.virtio4j.core.device.DescriptorChain;
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverOptions;
+import io.virtio4j.core.driver.DriverQueue;
+import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.os.Mmap;
 import io.virtio4j.testkit.NoFdLeaks;
 import io.virtio4j.vhost.frontend.FrontendSession;
 import io.virtio4j.vhost.frontend.GuestMemory;
@@ -13,9 +18,18 @@ import io.virtio4j.vhost.protocol.InflightDescription;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static io.virtio4j.vhost.protocol.ProtocolFeatures.bit;
@@ -30,29 +44,37 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The front-end session's side of INFLIGHT_SHMFD against this back-end, in process: it asks for the feature when
- * offered (unless told not to), gets an area at the first start and keeps it over stops and starts, drops it on a
- * reset (a fresh one at the next start) and closes its fd with the session.
+ * offered (unless told not to), gets an area at the first start (one for rings of different sizes) and keeps it over
+ * stops and starts, drops it on a reset (a fresh one at the next start) and closes its fd with the session.
  */
 @ExtendWith(NoFdLeaks.class)
 class FrontendInflightTest {
     private static final long FEATURES = VirtioFeatures.bit(VirtioFeatures.VERSION_1);
 
     /**
-     * Two queues, MQ, RESET_DEVICE (the session's) and, if {@code inflight}, INFLIGHT_SHMFD; records starts. The first
+     * Two queues, MQ, RESET_DEVICE (the session's) and, if {@code inflight}, INFLIGHT_SHMFD; records starts and the queues started. The first
      * {@code noArea} GET_INFLIGHT_FDs find no area to give: the device's queue size is then 32 for them (what the
      * back-end checks the question against), smaller than the rings', as if it could not make one then.
      */
     private static final class Device extends RecordingDevice {
         private final boolean inflight;
         private final AtomicInteger noArea;
+        private final long features;
+        /** The queue each ring last started with, by ring index. */
+        final Map<Integer, QueueContext> startedByRing = new ConcurrentHashMap<>();
 
         Device(boolean inflight) {
             this(inflight, 0);
         }
 
         Device(boolean inflight, int noArea) {
+            this(inflight, noArea, FEATURES);
+        }
+
+        Device(boolean inflight, int noArea, long features) {
             this.inflight = inflight;
             this.noArea = new AtomicInteger(noArea);
+            this.features = features;
         }
 
         /** Asked at each GET_INFLIGHT_FD, SET_INFLIGHT_FD and SET_VRING_NUM; FrontendSession sends GET first. */
@@ -63,7 +85,7 @@ class FrontendInflightTest {
 
         @Override
         public long features() {
-            return FEATURES;
+            return features;
         }
 
         @Override
@@ -74,6 +96,12 @@ class FrontendInflightTest {
         @Override
         public int maxQueues() {
             return 2;
+        }
+
+        @Override
+        public void startQueue(int index, QueueContext queue) {
+            super.startQueue(index, queue);
+            startedByRing.put(index, queue);
         }
     }
 
@@ -204,18 +232,133 @@ class FrontendInflightTest {
         }
     }
 
-    /** One area has one queue size: rings of two sizes cannot share one, and the start says how to go on. */
-    @Test
-    void ringsOfDifferentSizesAreRefusedAtStart() {
-        InProcessBackend.Connected c = InProcessBackend.start(new Device(true), "inflight-sizes");
-        try (FrontendSession s = FrontendSession.over(c.frontend())) {
-            s.negotiate(FEATURES, FEATURES, FrontendSession.PROTOCOL_FEATURES, 0, 2);
-            s.attach(GuestMemory.create("inflight-sizes", FrontendSession.ringBytes(RingFormat.SPLIT, 64)
-                    + FrontendSession.ringBytes(RingFormat.SPLIT, 32)));
-            s.addRing(RingFormat.SPLIT, 64, 0, DriverOptions.defaults(), true);
-            s.addRing(RingFormat.SPLIT, 32, 0, DriverOptions.defaults(), true);
-            IllegalStateException e = assertThrows(IllegalStateException.class, s::start);
-            assertTrue(e.getMessage().contains("useInflight(false)"), e.getMessage());
+    /**
+     * Rings of two sizes share one area: the session asks for it with the largest ring's size (QEMU asks with its
+     * queue-size property), and each ring, the smaller one too, records in its own region at that size's stride.
+     * Each ring's back-end queue takes three writable buffers (the region marks each in flight, by its id, and no
+     * other), writes a value into each and returns them (the region clears them), and the driver gets every buffer
+     * back once with its value. Packed with a smaller size that is no power of two.
+     */
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void ringsOfDifferentSizesShareOneAreaEachRecordingInItsRegion(RingFormat format) {
+        long features = format == RingFormat.PACKED ? FEATURES | VirtioFeatures.bit(VirtioFeatures.RING_PACKED) : FEATURES;
+        int[] sizes = {64, format == RingFormat.PACKED ? 48 : 32};
+        int buffers = 3;
+        Device device = new Device(true, 0, features);
+        InProcessBackend.Connected c = InProcessBackend.start(device, "inflight-sizes");
+        try (FrontendSession s = FrontendSession.over(c.frontend()); Arena arena = Arena.ofConfined()) {
+            s.negotiate(features, features, FrontendSession.PROTOCOL_FEATURES, 0, 2);
+            GuestMemory memory = GuestMemory.create("inflight-sizes", FrontendSession.ringBytes(format, sizes[0])
+                    + FrontendSession.ringBytes(format, sizes[1]) + GuestMemory.PAGE);
+            s.attach(memory);
+            for (int size : sizes) {
+                s.addRing(format, size, 0, DriverOptions.defaults(), true);
+            }
+            long pool = memory.carve(GuestMemory.PAGE, GuestMemory.PAGE);
+            s.start();
+
+            long region = InflightLayout.queueRegionBytes(format, sizes[0]);
+            VhostUserFrontend.InflightArea area = s.inflightArea();
+            assertNotNull(area, "one area for both rings");
+            assertEquals(new InflightDescription(2 * region, 0, 2, sizes[0]), area.description());
+            MemorySegment seen = Mmap.mapShared(area.fd(), area.description().mmapSize(), arena);
+            assertEquals(2, device.startedByRing.size());
+
+            ScatterGather sg = new ScatterGather(1);
+            for (int r = 0; r < 2; r++) {
+                DriverQueue driver = s.ring(r).queue();
+                for (int k = 0; k < buffers; k++) {
+                    driver.add(sg.clear().writable(memory.gpa(pool + slot(r, k)), 8), slot(r, k));
+                }
+                driver.kick();
+            }
+            // the back-end's queues take every buffer and write a value into it (ring, order taken): each region
+            // marks that ring's buffers in flight
+            MemorySegment value = arena.allocate(8);
+            List<List<Integer>> popped = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                DeviceQueue queue = device.startedByRing.get(r).queue();
+                List<Integer> ids = new ArrayList<>();
+                DescriptorChain chain;
+                while ((chain = queue.pop()) != null) {
+                    value.set(ValueLayout.JAVA_LONG, 0, written(r, ids.size()));
+                    assertEquals(8, chain.scatter(0, value, 0, 8));
+                    ids.add(chain.head());
+                }
+                assertEquals(buffers, ids.size(), "ring " + r);
+                popped.add(ids);
+            }
+            for (int r = 0; r < 2; r++) {
+                MemorySegment mine = seen.asSlice(r * region, region);
+                assertEquals(InflightLayout.VERSION, mine.get(ValueLayout.JAVA_SHORT_UNALIGNED, versionOffset(format)),
+                        "ring " + r + " initialised its region");
+                assertEquals(sizes[0], mine.get(ValueLayout.JAVA_SHORT_UNALIGNED, descNumOffset(format)),
+                        "desc_num is the area's queue size (ring " + r + ")");
+                assertEquals(popped.get(r), inFlightIds(format, mine, sizes[0]), "ring " + r + "'s region");
+            }
+            // the back-end returns them all: the regions clear them
+            for (int r = 0; r < 2; r++) {
+                DeviceQueue queue = device.startedByRing.get(r).queue();
+                for (int id : popped.get(r)) {
+                    queue.pushUsed(id, 8);
+                }
+                queue.flushUsed();
+                assertEquals(List.of(), inFlightIds(format, seen.asSlice(r * region, region), sizes[0]), "ring " + r);
+            }
+            for (int r = 0; r < 2; r++) {
+                DriverQueue driver = s.ring(r).queue();
+                List<Object> back = new ArrayList<>();
+                Object token;
+                while ((token = driver.pollUsed()) != null) {
+                    assertEquals(8, driver.lastUsedLength());
+                    back.add(token);
+                }
+                assertEquals(List.of(slot(r, 0), slot(r, 1), slot(r, 2)), back, "ring " + r + ": each once, in order");
+                for (int k = 0; k < buffers; k++) {
+                    assertEquals(written(r, k), memory.memory().get(ValueLayout.JAVA_LONG_UNALIGNED, pool + slot(r, k)),
+                            "ring " + r + " buffer " + k);
+                }
+            }
         }
+    }
+
+    /** What the back-end writes into the {@code k}th buffer it takes from ring {@code r}. */
+    private static long written(int r, int k) {
+        return 0x5A5A_0000_0000_0000L | (long) r << 32 | k;
+    }
+
+    private static int slot(int ring, int k) {
+        return ring * 64 + k * 8;
+    }
+
+    private static int versionOffset(RingFormat format) {
+        return format == RingFormat.PACKED ? InflightLayout.PACKED_VERSION : InflightLayout.SPLIT_VERSION;
+    }
+
+    private static int descNumOffset(RingFormat format) {
+        return format == RingFormat.PACKED ? InflightLayout.PACKED_DESC_NUM : InflightLayout.SPLIT_DESC_NUM;
+    }
+
+    /**
+     * The ids a region marks in flight, in entry order: split, the entry's index (the head); packed, the id copied
+     * into the buffer's head entry.
+     */
+    private static List<Integer> inFlightIds(RingFormat format, MemorySegment region, int entries) {
+        List<Integer> ids = new ArrayList<>();
+        for (int e = 0; e < entries; e++) {
+            if (format == RingFormat.PACKED) {
+                long at = InflightLayout.PACKED_HEADER_SIZE + (long) e * InflightLayout.PACKED_ENTRY_SIZE;
+                if (region.get(ValueLayout.JAVA_BYTE, at + InflightLayout.PACKED_ENTRY_INFLIGHT) != 0) {
+                    ids.add(Short.toUnsignedInt(region.get(ValueLayout.JAVA_SHORT_UNALIGNED, at + InflightLayout.PACKED_ENTRY_ID)));
+                }
+            } else {
+                long at = InflightLayout.SPLIT_HEADER_SIZE + (long) e * InflightLayout.SPLIT_ENTRY_SIZE;
+                if (region.get(ValueLayout.JAVA_BYTE, at + InflightLayout.SPLIT_ENTRY_INFLIGHT) != 0) {
+                    ids.add(e);
+                }
+            }
+        }
+        return ids;
     }
 }
