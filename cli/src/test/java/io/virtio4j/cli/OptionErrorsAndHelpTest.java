@@ -128,6 +128,21 @@ class OptionErrorsAndHelpTest {
     }
 
     @Test
+    void dirtyLogTakesOnOrOffAndIsACompareKey() {
+        assertFalse(bench().config().dirtyLog(), "off by default");
+        assertTrue(bench("--dirty-log", "on").config().dirtyLog());
+        assertThrows(CommandLine.ParameterException.class, () -> bench("--dirty-log"));
+        assertThrows(CommandLine.ParameterException.class, () -> bench("--dirty-log", "maybe"));
+        BenchCommand cmp = bench("--compare", "dirty-log=off,on", "--ring", "packed");
+        BenchCommand.Comparison c = cmp.comparison(cmp.config());
+        assertFalse(c.a().dirtyLog());
+        assertTrue(c.b().dirtyLog());
+        assertEquals(c.a().with("dirty-log", "on"), c.b(), "only dirty-log differs");
+        assertEquals("on", c.b().toMap().get("dirty-log"), "the JSON report's config records it");
+        assertTrue(c.b().describe().contains("dirty-log on"), c.b().describe());
+    }
+
+    @Test
     void aCompareSideTheRingFormatRefusesIsReportedByItsFlags() {
         // a packed ring of 48 is fine; the split side of the comparison is not
         String[] r = execute("bench", "--ring", "packed", "--ring-size", "48", "--compare", "ring=packed,split");
