@@ -53,7 +53,7 @@ class OptionErrorsAndHelpTest {
         // picocli formats each description line with String.format and, when that fails (e.g. on a lone '%'),
         // prints the line raw and a warning to the stderr it captured when it was loaded: so a fresh JVM
         for (String[] command : new String[][] {{"bench", "--help"}, {"experiments", "--help"}, {"serve", "net", "--help"}, {"serve", "blk", "--help"},
-                {"drive", "blk", "--help"}}) {
+                {"drive", "blk", "--help"}, {"paired", "--help"}}) {
             List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), Main.class.getName()));
             cmd.addAll(List.of(command));
