@@ -77,9 +77,12 @@ public final class PairedCommand implements Callable<Integer> {
         }
     }
 
-    /** A figure with 6 significant digits, never in exponent notation (scripts compare them as plain numbers). */
+    /**
+     * A figure with up to 10 significant digits (a frame count or packets per second comes back as given), never in
+     * exponent notation (scripts compare them as plain numbers).
+     */
     private static String num(double v) {
-        return new BigDecimal(v).round(new MathContext(6)).stripTrailingZeros().toPlainString();
+        return new BigDecimal(v).round(new MathContext(10)).stripTrailingZeros().toPlainString();
     }
 
     private static String ratio(double v) {

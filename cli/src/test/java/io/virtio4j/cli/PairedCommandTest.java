@@ -70,7 +70,17 @@ class PairedCommandTest {
         assertEquals("1.0000", s.get("paired_ratio_min"));
         assertEquals("1.2100", s.get("paired_ratio_max"));
         assertEquals("1500000", s.get("A_median"), "plain digits, never an exponent");
+        assertEquals("2420000", s.get("B_max"));
         assertEquals("figure", s.get("figure"));
+    }
+
+    @Test
+    void figuresComeBackWithAllTheirDigits() {
+        Map<String, String> s = summary("paired", "--a", "1088352,0.1", "--b", "14.25,656797");
+        assertEquals("0.1", s.get("A_min"));
+        assertEquals("1088352", s.get("A_max"));
+        assertEquals("14.25", s.get("B_min"));
+        assertEquals("656797", s.get("B_max"));
     }
 
     @Test
