@@ -56,13 +56,13 @@ class ServeConventionsTest {
             "input", Set.of("evdev-path", "no-grab"),
             "gpu", Set.of("render-node", "virgl"));
     /** Our serve subcommands and the back-end type each is. */
-    private static final Map<String, String> DEVICES = Map.of("blk", "block", "net", "net");
+    private static final Map<String, String> DEVICES = Map.of("blk", "block", "net", "net", "rng", "rng");
 
     @TempDir
     Path dir;
 
     @ParameterizedTest
-    @CsvSource({"blk,block", "net,net"})
+    @CsvSource({"blk,block", "net,net", "rng,rng"})
     void printCapabilitiesIsTheSchemasObjectAndIgnoresEverythingElse(String device, String type) {
         // no endpoint, no backing, and an --fd that is no socket: all ignored, nothing served, exit 0
         for (List<String> extra : List.of(List.<String>of(), List.of("--fd", "1073741824", "--queues", "2"))) {
@@ -204,7 +204,7 @@ class ServeConventionsTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"blk", "net"})
+    @ValueSource(strings = {"blk", "net", "rng"})
     void neitherOrBothEndpointsAreOneLineNamingTheFlags(String device) {
         List<String> backing = device.equals("blk") ? List.of("--null", "1M") : List.of();
         assertFirstLine("one of --socket-path=PATH, --fd=FDNUM or --connect=PATH is required", device, backing);

@@ -111,11 +111,13 @@ public final class ChainWorker implements QueueWorker {
         } catch (VirtqueueException e) {
             LOG.warning(name + " broken: " + e.getMessage());
         }
+        // Counted before the publication (single writer: one volatile write each per pass), so that a driver that
+        // has its buffers back finds them counted.
+        buffers += n;
+        bytes += written;
         if (n > 0 && !dq.isBroken()) {
             dq.flushUsed();
         }
-        buffers += n; // single writer: one volatile write each per pass
-        bytes += written;
         return n;
     }
 
