@@ -77,6 +77,11 @@ public final class RngDevice implements VirtioDevice, AutoCloseable {
         return runners.stats(0);
     }
 
+    /** The id of the thread serving requestq now, or -1 while it is not started. */
+    public long workerThreadId() {
+        return runners.threadId(0);
+    }
+
     @Override
     public void close() {
         reset();

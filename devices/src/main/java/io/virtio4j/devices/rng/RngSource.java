@@ -47,67 +47,72 @@ public sealed interface RngSource {
     static RngSource seed(long seed) {
         return new SplitMix64(seed);
     }
+}
 
-    /** The next output of SplitMix64 after {@code state}, which the caller advances by the golden gamma. */
-    static long mix(long state) {
+/** The kernel's bytes. */
+record Os(GetRandom getRandom) implements RngSource {
+    @Override
+    public void fill(MemorySegment dst, long len) {
+        getRandom.fill(dst, len);
+    }
+}
+
+/** A file's bytes, over and over. */
+final class Cycled implements RngSource {
+    private final MemorySegment bytes;
+    private long at;
+
+    Cycled(MemorySegment bytes) {
+        this.bytes = bytes;
+    }
+
+    @Override
+    public void fill(MemorySegment dst, long len) {
+        for (long done = 0; done < len; ) {
+            long n = Math.min(len - done, bytes.byteSize() - at);
+            MemorySegment.copy(bytes, at, dst, done, n);
+            done += n;
+            at = (at + n) % bytes.byteSize();
+        }
+    }
+}
+
+/** SplitMix64, as {@link RngSource#seed} documents it. */
+final class SplitMix64 implements RngSource {
+    private static final ValueLayout.OfLong LE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
+    /** The golden gamma, SplitMix64's increment. */
+    private static final long GAMMA = 0x9E3779B97F4A7C15L;
+    private long state;
+    /** The current output's bytes not yet given out, low first. */
+    private long word;
+    private int left;
+
+    SplitMix64(long seed) {
+        this.state = seed;
+    }
+
+    @Override
+    public void fill(MemorySegment dst, long len) {
+        long i = 0;
+        for (; i < len && left > 0; i++, left--, word >>>= 8) {
+            dst.set(ValueLayout.JAVA_BYTE, i, (byte) word);
+        }
+        for (; i + 8 <= len; i += 8) {
+            dst.set(LE, i, mix(state += GAMMA));
+        }
+        if (i < len) {
+            word = mix(state += GAMMA);
+            left = 8;
+            for (; i < len; i++, left--, word >>>= 8) {
+                dst.set(ValueLayout.JAVA_BYTE, i, (byte) word);
+            }
+        }
+    }
+
+    /** SplitMix64's output for {@code state} (the caller advances the state by the golden gamma first). */
+    private static long mix(long state) {
         long z = (state ^ (state >>> 30)) * 0xBF58476D1CE4E5B9L;
         z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
         return z ^ (z >>> 31);
-    }
-
-    record Os(GetRandom getRandom) implements RngSource {
-        @Override
-        public void fill(MemorySegment dst, long len) {
-            getRandom.fill(dst, len);
-        }
-    }
-
-    final class Cycled implements RngSource {
-        private final MemorySegment bytes;
-        private long at;
-
-        Cycled(MemorySegment bytes) {
-            this.bytes = bytes;
-        }
-
-        @Override
-        public void fill(MemorySegment dst, long len) {
-            for (long done = 0; done < len; ) {
-                long n = Math.min(len - done, bytes.byteSize() - at);
-                MemorySegment.copy(bytes, at, dst, done, n);
-                done += n;
-                at = (at + n) % bytes.byteSize();
-            }
-        }
-    }
-
-    final class SplitMix64 implements RngSource {
-        private static final ValueLayout.OfLong LE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
-        private long state;
-        /** The current output's bytes not yet given out, low first. */
-        private long word;
-        private int left;
-
-        SplitMix64(long seed) {
-            this.state = seed;
-        }
-
-        @Override
-        public void fill(MemorySegment dst, long len) {
-            long i = 0;
-            for (; i < len && left > 0; i++, left--, word >>>= 8) {
-                dst.set(ValueLayout.JAVA_BYTE, i, (byte) word);
-            }
-            for (; i + 8 <= len; i += 8) {
-                dst.set(LE, i, mix(state += 0x9E3779B97F4A7C15L));
-            }
-            if (i < len) {
-                word = mix(state += 0x9E3779B97F4A7C15L);
-                left = 8;
-                for (; i < len; i++, left--, word >>>= 8) {
-                    dst.set(ValueLayout.JAVA_BYTE, i, (byte) word);
-                }
-            }
-        }
     }
 }

@@ -56,9 +56,13 @@ public final class ChainWorker implements QueueWorker {
 
     /**
      * @param name    the queue in log lines, e.g. "rng requestq"
-     * @param weight  buffers per pass at most, before the thread looks at its mailbox again
+     * @param weight  buffers per pass at most, before the thread looks at its mailbox again (at least 1)
+     * @param handler the device's part, made for this worker (it holds the queue thread's staging memory)
      */
     public ChainWorker(String name, int weight, Handler handler) {
+        if (weight < 1) {
+            throw new IllegalArgumentException("weight " + weight + ": a pass takes at least one buffer");
+        }
         this.name = name;
         this.weight = weight;
         this.handler = handler;

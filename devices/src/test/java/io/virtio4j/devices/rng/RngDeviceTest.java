@@ -239,6 +239,41 @@ class RngDeviceTest {
         }
     }
 
+    /**
+     * The queue thread allocates nothing per buffer once compiled (kick, pass, source, copy, publication, sleep): rounds
+     * of buffers repeat until one round leaves the thread's allocated-bytes counter where it was, so a slow JIT only
+     * makes the test longer; a path that allocates on every buffer never gets there.
+     */
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void servingBuffersAllocatesNothing(RingFormat format) throws Exception {
+        com.sun.management.ThreadMXBean threads =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        try (Rig rig = Rig.start(format)) {
+            MemorySegment[] buffers = new MemorySegment[8];
+            for (int b = 0; b < buffers.length; b++) {
+                buffers[b] = rig.carve(64 + 37L * b);
+            }
+            long worker = -1;
+            long last = -1;
+            int round = 0;
+            for (; round < 3_000; round++) {
+                for (int b = 0; b < buffers.length; b++) {
+                    rig.post(new ScatterGather(1).writable(rig.gpa(buffers[b]), (int) buffers[b].byteSize()), b);
+                }
+                rig.reap(buffers.length);
+                worker = rig.watched.device.workerThreadId();
+                assertTrue(worker > 0, "a queue thread serves the buffers");
+                long now = threads.getThreadAllocatedBytes(worker);
+                if (now == last) {
+                    break;
+                }
+                last = now;
+            }
+            assertTrue(round < 3_000, "the queue thread " + worker + " allocated in each of " + round + " rounds");
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(RingFormat.class)
     void aReadableElementBreaksTheQueue(RingFormat format) throws Exception {
