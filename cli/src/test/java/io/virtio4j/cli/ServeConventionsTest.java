@@ -226,6 +226,7 @@ class ServeConventionsTest {
     void aBadFdNumberIsOneLineNamingTheFlag(String value, String message) {
         assertFirstLine(message, "blk", List.of("--null", "1M", "--fd", value));
         assertFirstLine(message, "net", List.of("--fd", value));
+        assertFirstLine(message, "rng", List.of("--fd", value));
     }
 
     @Test
@@ -251,6 +252,18 @@ class ServeConventionsTest {
     void blkWithoutBackingIsOneLine() {
         assertFirstLine("one of --file=PATH (or --blk-file=PATH) or --null=SIZE is required", "blk",
                 List.of("--socket-path", "/nonexistent/x.sock"));
+    }
+
+    @Test
+    void rngWithTwoSourcesOrABadFileIsOneLineNamingTheFlag() throws IOException {
+        assertFirstLine("--source=/etc/hostname, --seed=3: give at most one", "rng",
+                List.of("--socket-path", "/nonexistent/x.sock", "--source", "/etc/hostname", "--seed", "3"));
+        Path missing = dir.resolve("missing");
+        assertFirstLine("--source: source=" + missing + ": no such file", "rng",
+                List.of("--socket-path", "/nonexistent/x.sock", "--source", missing.toString()));
+        Path empty = Files.createFile(dir.resolve("empty"));
+        assertFirstLine("--source: source=" + empty + ": has 0 bytes, not 1 to 268435456", "rng",
+                List.of("--socket-path", "/nonexistent/x.sock", "--source", empty.toString()));
     }
 
     private static void assertFirstLine(String expected, String device, List<String> args) {

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 
 /**
@@ -33,8 +34,10 @@ public sealed interface RngSource {
                 throw new InvalidRngOptionException("source", file, "has " + size + " bytes, not 1 to " + MAX_FILE_BYTES);
             }
             return new Cycled(MemorySegment.ofArray(Files.readAllBytes(file)));
+        } catch (NoSuchFileException e) {
+            throw new InvalidRngOptionException("source", file, "no such file");
         } catch (IOException e) {
-            throw new InvalidRngOptionException("source", file, "cannot be read: " + e.getMessage());
+            throw new InvalidRngOptionException("source", file, "cannot be read: " + e);
         }
     }
 
