@@ -31,6 +31,8 @@ public final class RngDevice implements VirtioDevice, AutoCloseable {
     public RngDevice(RngSource source, NotificationMode notification) {
         this.source = source;
         this.notification = notification;
+        // One thread, not pinned, spinning 50 us before it sleeps when asked for HYBRID (blk's default); 64 buffers a
+        // pass: Linux keeps one posted, and a driver that posts a whole ring is still served in bounded passes.
         this.runners = new DeviceRunners<>("virtio4j-rng-q", 1, new int[0], 50_000,
                 q -> new ChainWorker("rng requestq", 64, new Requests()), ChainWorker::stats, ChainWorker.Stats::zero,
                 ChainWorker.Stats::plus);
