@@ -90,7 +90,7 @@ class RngDeviceTest {
         }
     }
 
-    /** A driver of one requestq of 16 in {@code format} over 1 MiB of guest memory, started. */
+    /** A driver of one requestq of 16 in {@code format} (EVENT_IDX, INDIRECT_DESC) over 1 MiB of guest memory, started. */
     private record Rig(Watched watched, FrontendSession session, DriverRing ring) implements AutoCloseable {
         static Rig start(RingFormat format) {
             Watched w = new Watched();
@@ -98,11 +98,12 @@ class RngDeviceTest {
             FrontendSession s = FrontendSession.over(c.frontend());
             try {
                 long wanted = VirtioFeatures.bit(VirtioFeatures.VERSION_1) | VirtioFeatures.bit(VirtioFeatures.EVENT_IDX)
-                        | (format == RingFormat.PACKED ? VirtioFeatures.bit(VirtioFeatures.RING_PACKED) : 0);
+                        | VirtioFeatures.bit(VirtioFeatures.INDIRECT_DESC) | (format == RingFormat.PACKED ? VirtioFeatures.bit(VirtioFeatures.RING_PACKED) : 0);
                 long got = s.negotiate(wanted, wanted, FrontendSession.PROTOCOL_FEATURES, 0, 1);
                 assertEquals(wanted, got & ~(1L << 30), "every asked feature offered, no config, no device features");
                 s.attach(GuestMemory.create("rng-test", 1 << 20));
-                DriverRing r = s.addRing(format, 16, 0, DriverOptions.defaults(), true);
+                // chains of two or more elements go in indirect tables of up to 4
+                DriverRing r = s.addRing(format, 16, 4, DriverOptions.defaults(), true);
                 s.start();
                 return new Rig(w, s, r);
             } catch (RuntimeException | Error e) {
@@ -182,7 +183,8 @@ class RngDeviceTest {
     @EnumSource(RingFormat.class)
     void theDriverGetsTheSourceStreamInOrderWithItsLengths(RingFormat format) throws Exception {
         try (Rig rig = Rig.start(format)) {
-            // one-element buffers of awkward sizes, and one of three elements: the stream does not follow descriptors
+            // one-element buffers of awkward sizes, and one of three elements (in an indirect table): the stream does not
+            // follow descriptors
             int[][] shapes = {{1}, {7}, {64}, {100}, {4096}, {10, 20, 30}, {64}, {3}};
             List<MemorySegment> parts = new ArrayList<>();
             List<Integer> owner = new ArrayList<>();
