@@ -355,6 +355,21 @@ die() { say "FAIL $*"; poweroff -f; }
 EOF
 }
 
+# ------------------------------------------------------------------------------------- QEMU guest
+# peers_qemu_guest MEM_MB SMP INITRAMFS CONSOLE [CMDLINE...]: sets PEERS_QEMU to the QEMU command line a guest script
+# starts from: TCG, the guest's RAM in a shared memfd (vhost-user back-ends map it), the cached kernel with
+# INITRAMFS, the serial console into the file CONSOLE, no default devices, no reboot; CMDLINE is added to the
+# kernel's command line. The caller appends its -chardev and -device options.
+peers_qemu_guest() {
+  local mem=$1 smp=$2 initrd=$3 console=$4
+  shift 4
+  PEERS_QEMU=(qemu-system-x86_64 -machine pc,accel=tcg -smp "$smp" -m "${mem}M"
+    -object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -numa node,memdev=mem
+    -kernel "$PEERS_CACHE/kernel/current/vmlinuz" -initrd "$initrd"
+    -append "console=ttyS0 ipv6.disable=1 panic=-1 mitigations=off quiet loglevel=1${*:+ $*}"
+    -nodefaults -no-user-config -display none -monitor none -serial "file:$console" -no-reboot)
+}
+
 # ------------------------------------------------------------------------------------ backend command
 # A backend under test is given as a command template; "{sock}" is replaced by the socket path and
 # "{cpu}" by the CPU it should run on. Contract (the same for DPDK's testpmd-vhost.sh and ours):
