@@ -7,6 +7,7 @@ import io.virtio4j.os.Affinity;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.os.LinuxException;
 import io.virtio4j.vhost.backend.QueueContext;
+import io.virtio4j.vhost.events.QueueBroken;
 
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -329,6 +330,10 @@ public final class QueueRunner implements AutoCloseable {
             if (q != null) {
                 queues[i] = null;
                 q.queue().fail(new QueueAbandonedException(q.index(), name, cause));
+                if (!breakReported[i]) {
+                    // what broke it first: a violation found earlier and not yet reported, or this
+                    QueueBroken.emit(q.index(), name, q.queue().violation());
+                }
                 breakReported[i] = true; // once: no pass follows, but keep the one rule
                 if (signal) {
                     signalError(q);
@@ -476,6 +481,7 @@ public final class QueueRunner implements AutoCloseable {
         GuestMemoryFaultException broken = new GuestMemoryFaultException(q.index(), name, fault);
         LOG.warning(name + ": queue " + q.index() + " broken: " + broken.getMessage());
         q.queue().fail(broken);
+        QueueBroken.emit(q.index(), name, broken);
         breakReported[q.index()] = true; // reported here: the pass's reportBroken must not signal it a second time
         if (!mailbox.poisoned()) { // after a poison the connection may have closed the error eventfd
             signalError(q);
@@ -522,6 +528,7 @@ public final class QueueRunner implements AutoCloseable {
             QueueContext q = queues[index];
             if (!breakReported[index] && q.queue().isBroken()) {
                 breakReported[index] = true;
+                QueueBroken.emit(index, name, q.queue().violation()); // once per break, after the pass
                 // After a poison the error eventfds are the control thread's to signal (see breakAttached).
                 if (!mailbox.poisoned()) {
                     LOG.warning(name + ": queue " + index + " broken (" + q.queue().violation().getMessage()
@@ -608,7 +615,9 @@ public final class QueueRunner implements AutoCloseable {
     }
 
     private void abandon(QueueContext q, Throwable cause) {
-        q.queue().fail(new QueueAbandonedException(q.index(), name, cause));
+        QueueAbandonedException abandoned = new QueueAbandonedException(q.index(), name, cause);
+        q.queue().fail(abandoned);
+        QueueBroken.emit(q.index(), name, abandoned);
         signalError(q);
     }
 
