@@ -20,7 +20,10 @@ import io.virtio4j.vhost.frontend.DirtyLogging;
 import io.virtio4j.vhost.frontend.FrontendSession;
 import io.virtio4j.vhost.frontend.VhostUserRequestFailedException;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
+import io.virtio4j.vhost.backend.InProcessBackend;
+import jdk.jfr.FlightRecorder;
 import jdk.jfr.consumer.RecordedEvent;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -28,10 +31,12 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
 
 import static io.virtio4j.testkit.FlightRecording.named;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -233,6 +238,53 @@ class BlkSessionEventsTest {
         assertFalse(failed.getBoolean("succeeded"), failed::toString);
         assertEquals(1, failed.getLong("inFlight"), "the request on the broken ring: " + failed);
         assertTrue(failed.getString("failure") != null && !failed.getString("failure").isEmpty(), failed::toString);
+    }
+
+    /**
+     * Without a recording the events cost nothing: a JVM that serves and drives a blk session in process, through
+     * every emission point a session's life reaches, never starts Flight Recorder (its event classes stay the
+     * uninstrumented ones, whose shouldCommit() is false and commit() empty, and no recorder thread or buffer exists).
+     * Run in a JVM of its own: in this one another test may have started a recording.
+     */
+    @Test
+    void aProcessThatRecordsNothingNeverStartsFlightRecorder() throws Exception {
+        Path log = dir.resolve("unrecorded.log");
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                Unrecorded.class.getName(), dir.toString())
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the session did not end");
+        } finally {
+            p.destroyForcibly().waitFor();
+        }
+        String out = Files.readString(log);
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("requests=" + 2 * WRITES + " flight-recorder-initialized=false recorder-threads=0"), out);
+    }
+
+    /** {@link #aProcessThatRecordsNothingNeverStartsFlightRecorder}'s JVM: a session's life, then whether JFR started. */
+    static final class Unrecorded {
+        public static void main(String[] args) throws Exception {
+            Path disk = DiskImages.sparse(Path.of(args[0]).resolve("unrecorded.img"), DISK);
+            try (BlockStore store = BlockStore.open(disk.toString(), false, 512);
+                 BlkDevice blk = new BlkDevice(store, new BlkDevice.Options(2, BlockEngine.SYNC, 16, 64, new int[0],
+                         "unrecorded", NotificationMode.NOTIFY, 20_000))) {
+                InProcessBackend.Connected c = InProcessBackend.start(blk, "unrecorded");
+                try (BlkDriver d = BlkDriver.start(FrontendSession.over(c.frontend()), BlkDriver.Config.defaults()
+                        .withQueues(2).withDepth(8).withQueueSize(QUEUE_SIZE).withMaxRequestBytes(BYTES))) {
+                    writeAndReadBack(d, 0, 0);
+                    assertThrows(VhostUserRequestFailedException.class, () -> d.session().frontend().setVringNum(0, 8));
+                    d.session().stop();
+                } finally {
+                    c.backend().awaitEnd();
+                }
+            }
+            long recorderThreads = Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> t.getName().startsWith("JFR")).count(); // "JFR Recorder Thread", "JFR Periodic Tasks"
+            System.out.println("requests=" + 2 * WRITES + " flight-recorder-initialized=" + FlightRecorder.isInitialized()
+                    + " recorder-threads=" + recorderThreads);
+        }
     }
 
     /** The first RingStarted of {@code queue} on connection {@code connection} (0: the first). */
