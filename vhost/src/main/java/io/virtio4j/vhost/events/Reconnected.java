@@ -7,6 +7,8 @@ import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
 
+import java.nio.file.Path;
+
 /**
  * A front-end session's attempt to reconnect to its back-end ({@code FrontendSession.reconnect}, which
  * {@code drive blk --reconnect} retries until one succeeds): from the old connection's stop to the new one's start.
@@ -39,13 +41,13 @@ public final class Reconnected extends Event {
     String failure;
 
     /** Starts timing an attempt; {@link #finish} commits it. Null when nothing records it. */
-    public static Reconnected attempt(String socket, int rings, boolean inflightArea) {
+    public static Reconnected attempt(Path socket, int rings, boolean inflightArea) {
         Reconnected e = new Reconnected();
         if (!e.isEnabled()) {
             return null;
         }
         e.begin();
-        e.socket = socket;
+        e.socket = socket.toString();
         e.rings = rings;
         e.inflightArea = inflightArea;
         return e;

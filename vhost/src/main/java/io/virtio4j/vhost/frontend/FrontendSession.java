@@ -508,7 +508,7 @@ public final class FrontendSession implements AutoCloseable {
         for (DriverRing r : rings) {
             inFlight += r.queue().inFlight();
         }
-        Reconnected attempt = Reconnected.attempt(path.toString(), rings.size(), inflight != null);
+        Reconnected attempt = Reconnected.attempt(path, rings.size(), inflight != null);
         Throwable failure = null;
         try {
             reconnectOnce(patience);
