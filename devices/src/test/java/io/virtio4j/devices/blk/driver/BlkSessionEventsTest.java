@@ -9,6 +9,7 @@ import io.virtio4j.devices.blk.BlkLayout;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
 import io.virtio4j.os.EventFd;
+import io.virtio4j.os.LinuxException;
 import io.virtio4j.testkit.Bytes;
 import io.virtio4j.testkit.DiskImages;
 import io.virtio4j.testkit.FlightRecording;
@@ -75,6 +76,7 @@ class BlkSessionEventsTest {
         long logBytes;
         long outside;
         long offered;
+        String failure;
         try (FlightRecording recording = FlightRecording.start();
              BlockStore store = BlockStore.open(disk.toString(), false, 512);
              BlkDevice blk = new BlkDevice(store, new BlkDevice.Options(2, BlockEngine.SYNC, 16, 64, new int[0],
@@ -126,7 +128,8 @@ class BlkSessionEventsTest {
                 server.join(TIMEOUT.toMillis());
                 assertFalse(server.isAlive(), "the endpoint did not stop");
                 // nobody listens any more: an attempt that fails, as drive blk --reconnect makes them until one works
-                assertThrows(RuntimeException.class, () -> d.reconnect(Duration.ofMillis(300)));
+                LinuxException gone = assertThrows(LinuxException.class, () -> d.reconnect(Duration.ofMillis(300)));
+                failure = gone.getClass().getName() + ": " + gone.getMessage();
             } finally {
                 endpoint.close();
                 server.join(TIMEOUT.toMillis());
@@ -237,7 +240,7 @@ class BlkSessionEventsTest {
         RecordedEvent failed = reconnects.get(1);
         assertFalse(failed.getBoolean("succeeded"), failed::toString);
         assertEquals(1, failed.getLong("inFlight"), "the request on the broken ring: " + failed);
-        assertTrue(failed.getString("failure") != null && !failed.getString("failure").isEmpty(), failed::toString);
+        assertEquals(failure, failed.getString("failure"));
     }
 
     /**
