@@ -330,7 +330,7 @@ public final class QueueRunner implements AutoCloseable {
             if (q != null) {
                 queues[i] = null;
                 q.queue().fail(new QueueAbandonedException(q.index(), name, cause));
-                if (!breakReported[i]) {
+                if (signal && !breakReported[i]) {
                     // what broke it first: a violation found earlier and not yet reported, or this
                     QueueBroken.emit(q.index(), name, q.queue().violation());
                 }
@@ -481,9 +481,9 @@ public final class QueueRunner implements AutoCloseable {
         GuestMemoryFaultException broken = new GuestMemoryFaultException(q.index(), name, fault);
         LOG.warning(name + ": queue " + q.index() + " broken: " + broken.getMessage());
         q.queue().fail(broken);
-        QueueBroken.emit(q.index(), name, broken);
         breakReported[q.index()] = true; // reported here: the pass's reportBroken must not signal it a second time
         if (!mailbox.poisoned()) { // after a poison the connection may have closed the error eventfd
+            QueueBroken.emit(q.index(), name, broken);
             signalError(q);
         }
     }
@@ -528,11 +528,11 @@ public final class QueueRunner implements AutoCloseable {
             QueueContext q = queues[index];
             if (!breakReported[index] && q.queue().isBroken()) {
                 breakReported[index] = true;
-                QueueBroken.emit(index, name, q.queue().violation()); // once per break, after the pass
                 // After a poison the error eventfds are the control thread's to signal (see breakAttached).
                 if (!mailbox.poisoned()) {
                     LOG.warning(name + ": queue " + index + " broken (" + q.queue().violation().getMessage()
                             + "): signalling its error eventfd");
+                    QueueBroken.emit(index, name, q.queue().violation());
                     signalError(q);
                 }
             }
@@ -603,6 +603,7 @@ public final class QueueRunner implements AutoCloseable {
      */
     private void reportLost(QueueContext q, Throwable cause) {
         LOG.warning(name + " does not answer (" + cause.getMessage() + "): queue " + q.index() + " is not served");
+        QueueBroken.emit(q.index(), name, cause); // the queue object stays the worker's: only the cause is read
         signalError(q);
     }
 
@@ -621,6 +622,10 @@ public final class QueueRunner implements AutoCloseable {
         signalError(q);
     }
 
+    /**
+     * Tells the front-end that {@code q} is no longer served (SET_VRING_ERR). Every call site emits the
+     * {@link QueueBroken} event beside it: one event per queue the front-end is told of, whichever thread tells.
+     */
     private void signalError(QueueContext q) {
         try {
             q.signalError();
