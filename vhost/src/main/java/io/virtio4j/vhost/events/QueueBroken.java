@@ -9,7 +9,9 @@ import jdk.jfr.StackTrace;
 
 /**
  * A queue is broken and no longer served: the driver wrote something no driver may (a ring violation), its memory
- * faulted, or the thread serving it died or stopped answering. Emitted once per break, where it is reported.
+ * faulted, or the thread serving it died or stopped answering. Emitted once per queue, where the front-end is told
+ * (its error eventfd signalled), by whichever thread tells it: the queue's thread after the pass that found the
+ * break, or the control thread (a worker that stopped answering, a fault while stopping the ring).
  */
 @Name("io.virtio4j.QueueBroken")
 @Label("Queue Broken")
@@ -31,7 +33,7 @@ public final class QueueBroken extends Event {
     @Label("Message")
     String message;
 
-    /** Where a break is reported: once per break, never per buffer. */
+    /** Where a break is reported to the front-end: once per queue, never per buffer. */
     public static void emit(int queue, String reporter, Throwable why) {
         QueueBroken e = new QueueBroken();
         if (e.shouldCommit()) {
