@@ -22,6 +22,7 @@ public final class DirtyLoggingSwitched extends Event {
     @Description("A log (SET_LOG_BASE) is mapped: without one rings with the log flag wait for it")
     boolean logMapped;
 
+    /** Control thread, before the started rings restart logging (or no longer). */
     public static void emit(boolean on, boolean logMapped) {
         DirtyLoggingSwitched e = new DirtyLoggingSwitched();
         if (e.shouldCommit()) {

@@ -18,6 +18,7 @@ public final class FrontendConnected extends Event {
     @Description("The socket and the connection's number")
     String peer;
 
+    /** The connection's thread, before its first message. */
     public static void emit(String peer) {
         FrontendConnected e = new FrontendConnected();
         if (e.shouldCommit()) {

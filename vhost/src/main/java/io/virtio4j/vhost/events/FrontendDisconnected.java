@@ -26,6 +26,7 @@ public final class FrontendDisconnected extends Event {
     @Description("Messages the front-end sent on the connection")
     long messages;
 
+    /** The connection's thread, once the session released the device (the rings' RingStopped come first). */
     public static void emit(String peer, String end, long messages) {
         FrontendDisconnected e = new FrontendDisconnected();
         if (e.shouldCommit()) {

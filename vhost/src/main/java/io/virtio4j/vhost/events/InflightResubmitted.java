@@ -21,6 +21,7 @@ public final class InflightResubmitted extends Event {
     @Description("Buffers resubmitted")
     int count;
 
+    /** Control thread, when the ring's restart found {@code count} > 0 buffers to resubmit. */
     public static void emit(int queue, int count) {
         InflightResubmitted e = new InflightResubmitted();
         if (e.shouldCommit()) {

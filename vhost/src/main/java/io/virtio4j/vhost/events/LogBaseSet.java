@@ -28,6 +28,7 @@ public final class LogBaseSet extends Event {
     @Description("VHOST_F_LOG_ALL is negotiated: the rings with the log flag log in it from now on")
     boolean logging;
 
+    /** Control thread, once the log is mapped, before the rings restart over it. */
     public static void emit(long size, long offset, boolean logging) {
         LogBaseSet e = new LogBaseSet();
         if (e.shouldCommit()) {

@@ -34,6 +34,7 @@ public final class RequestRejected extends Event {
     @Description("The refusal could not be answered (no error form, no REPLY_ACK): the connection closed")
     boolean closed;
 
+    /** The connection's thread, as it answers the refusal or closes. */
     public static void emit(String peer, VhostUserProtocolException why, boolean closed) {
         RequestRejected e = new RequestRejected();
         if (e.shouldCommit()) {
