@@ -557,6 +557,7 @@ final class VringTable implements AutoCloseable {
         DirtyLogArea logging = logAll() ? log : null;
         DeviceQueue queue;
         QueueState start;
+        int resubmitted = 0;
         boolean restarting = false;
         try {
             // Reading the ring (the used index below) can fault if the front-end shrank the file under it.
@@ -573,10 +574,9 @@ final class VringTable implements AutoCloseable {
             if (region == null) {
                 queue.restart(state);
             } else {
-                int resubmitted = queue.restart(state, region);
+                resubmitted = queue.restart(state, region);
                 if (resubmitted > 0) {
                     LOG.info("ring " + v.index + ": " + resubmitted + " buffers in flight before resubmitted from the inflight area");
-                    InflightResubmitted.emit(v.index, resubmitted);
                 }
             }
             start = state;
@@ -618,7 +618,11 @@ final class VringTable implements AutoCloseable {
         }
         v.queue = queue;
         v.started = context;
+        // once the device took the ring: a refused start resubmits nothing
         RingStarted.emit(v.index, areas.format(), v.num, start, area != null, logging != null);
+        if (resubmitted > 0) {
+            InflightResubmitted.emit(v.index, resubmitted);
+        }
         if (area != null) {
             area.users++;
             v.inflight = area;
