@@ -7,6 +7,7 @@ import io.virtio4j.os.Affinity;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.os.LinuxException;
 import io.virtio4j.vhost.backend.QueueContext;
+import io.virtio4j.vhost.events.QueueBroken;
 
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -329,6 +330,10 @@ public final class QueueRunner implements AutoCloseable {
             if (q != null) {
                 queues[i] = null;
                 q.queue().fail(new QueueAbandonedException(q.index(), name, cause));
+                if (signal && !breakReported[i]) {
+                    // what broke it first: a violation found earlier and not yet reported, or this
+                    QueueBroken.emit(q.index(), name, q.queue().violation());
+                }
                 breakReported[i] = true; // once: no pass follows, but keep the one rule
                 if (signal) {
                     signalError(q);
@@ -478,6 +483,7 @@ public final class QueueRunner implements AutoCloseable {
         q.queue().fail(broken);
         breakReported[q.index()] = true; // reported here: the pass's reportBroken must not signal it a second time
         if (!mailbox.poisoned()) { // after a poison the connection may have closed the error eventfd
+            QueueBroken.emit(q.index(), name, broken);
             signalError(q);
         }
     }
@@ -526,6 +532,7 @@ public final class QueueRunner implements AutoCloseable {
                 if (!mailbox.poisoned()) {
                     LOG.warning(name + ": queue " + index + " broken (" + q.queue().violation().getMessage()
                             + "): signalling its error eventfd");
+                    QueueBroken.emit(index, name, q.queue().violation());
                     signalError(q);
                 }
             }
@@ -596,6 +603,7 @@ public final class QueueRunner implements AutoCloseable {
      */
     private void reportLost(QueueContext q, Throwable cause) {
         LOG.warning(name + " does not answer (" + cause.getMessage() + "): queue " + q.index() + " is not served");
+        QueueBroken.emit(q.index(), name, cause); // the queue object stays the worker's: only the cause is read
         signalError(q);
     }
 
@@ -608,10 +616,16 @@ public final class QueueRunner implements AutoCloseable {
     }
 
     private void abandon(QueueContext q, Throwable cause) {
-        q.queue().fail(new QueueAbandonedException(q.index(), name, cause));
+        QueueAbandonedException abandoned = new QueueAbandonedException(q.index(), name, cause);
+        q.queue().fail(abandoned);
+        QueueBroken.emit(q.index(), name, abandoned);
         signalError(q);
     }
 
+    /**
+     * Tells the front-end that {@code q} is no longer served (SET_VRING_ERR). Every call site emits the
+     * {@link QueueBroken} event beside it: one event per queue the front-end is told of, whichever thread tells.
+     */
     private void signalError(QueueContext q) {
         try {
             q.signalError();

@@ -9,18 +9,24 @@ import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.Memfd;
 import io.virtio4j.os.Mmap;
+import io.virtio4j.testkit.FlightRecording;
 import io.virtio4j.vhost.backend.InProcessBackend;
 import io.virtio4j.vhost.backend.QueueContext;
+import jdk.jfr.consumer.RecordedEvent;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -35,6 +41,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class QueueRunnerTest {
     /** The runner's wait for a request in the unanswered-worker tests: the worker is stuck, so it always runs out. */
     private static final long SHORT_TIMEOUT_MILLIS = 100;
+
+    @TempDir
+    Path dir;
 
     /** Counts passes and sleeps; throws from the pass numbered {@code dieAt} (0: never). */
     private static final class CountingWork implements QueueWorker {
@@ -300,22 +309,38 @@ class QueueRunnerTest {
     void aPassThatDoesNotEndPoisonsTheRunner() throws Exception {
         withQueues((g, rx, tx, err) -> {
             StallingWork w = new StallingWork();
-            QueueRunner r = new QueueRunner("stalling-pass", -1, 0, w, SHORT_TIMEOUT_MILLIS);
-            try {
-                r.attach(tx, NotificationMode.NOTIFY);
-                w.stallPass = true;
-                g.kickTx(0); // wakes the worker for a pass, which gets stuck
-                w.stuck.await();
-                assertThrows(WorkerUnresponsiveException.class, () -> r.attach(rx, NotificationMode.NOTIFY));
-                assertEquals(1, err.tryRead(), "the front-end hears its transmit ring is lost, once");
-                assertPoisoned(r, w, rx, 0);
-            } finally {
-                w.release.countDown();
-                r.close();
+            List<RecordedEvent> events;
+            try (FlightRecording recording = FlightRecording.start()) {
+                QueueRunner r = new QueueRunner("stalling-pass", -1, 0, w, SHORT_TIMEOUT_MILLIS);
+                try {
+                    r.attach(tx, NotificationMode.NOTIFY);
+                    w.stallPass = true;
+                    g.kickTx(0); // wakes the worker for a pass, which gets stuck
+                    w.stuck.await();
+                    assertThrows(WorkerUnresponsiveException.class, () -> r.attach(rx, NotificationMode.NOTIFY));
+                    assertEquals(1, err.tryRead(), "the front-end hears its transmit ring is lost, once");
+                    assertPoisoned(r, w, rx, 0);
+                } finally {
+                    w.release.countDown();
+                    r.close();
+                }
+                events = recording.stop(dir.resolve("poison.jfr"));
             }
             assertInstanceOf(QueueAbandonedException.class, tx.queue().violation(), "broken by the worker on its way out");
             assertEquals(1, w.attaches.get());
+            // One event per queue the front-end is told of, by whichever thread tells it: the control thread the two
+            // the poison lost, then the attach it breaks at once; the worker's own breaking on its way out is silent.
+            assertEquals(Stream.of(tx.index() + " " + WorkerUnresponsiveException.class.getName(),
+                            rx.index() + " " + WorkerUnresponsiveException.class.getName(),
+                            rx.index() + " " + QueueAbandonedException.class.getName()).sorted().toList(),
+                    brokenBy(events, "stalling-pass").stream().sorted().toList());
         });
+    }
+
+    /** The QueueBroken events {@code runner} reported, each "queue exceptionType". */
+    private static List<String> brokenBy(List<RecordedEvent> events, String runner) {
+        return FlightRecording.named(events, "QueueBroken").stream().filter(e -> runner.equals(e.getString("reporter")))
+                .map(e -> e.getInt("queue") + " " + e.getString("exceptionType")).toList();
     }
 
     /**
@@ -411,6 +436,7 @@ class QueueRunnerTest {
                  EventFd rxErr = EventFd.create(EventFd.EFD_NONBLOCK | EventFd.EFD_CLOEXEC)) {
                 FaultingWork w = new FaultingWork(arena);
                 QueueRunner r = new QueueRunner("faulting-work", -1, 0, w);
+                FlightRecording recording = FlightRecording.start();
                 try {
                     r.attach(tx, NotificationMode.NOTIFY);
                     w.faultPass = true;
@@ -435,7 +461,13 @@ class QueueRunnerTest {
                     // Read after several requests, so after the passes that followed each break: signalled once.
                     assertEquals(1, err.tryRead(), "the front-end hears its ring broke, once");
                     assertEquals(1, rxErr.tryRead(), "the front-end hears its ring broke, once");
+                    // and once as a JFR event each, naming why
+                    List<RecordedEvent> events = recording.stop(dir.resolve("fault.jfr"));
+                    assertEquals(Stream.of(tx.index(), rx.index()).sorted().map(i -> i + " "
+                            + GuestMemoryFaultException.class.getName()).toList(),
+                            brokenBy(events, "faulting-work").stream().sorted().toList());
                 } finally {
+                    recording.close();
                     r.close();
                 }
             }

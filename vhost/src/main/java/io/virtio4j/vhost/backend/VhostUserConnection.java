@@ -4,6 +4,9 @@ import io.virtio4j.os.ControlMessageTruncatedException;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
 import io.virtio4j.os.UnixSocket;
+import io.virtio4j.vhost.events.FrontendConnected;
+import io.virtio4j.vhost.events.FrontendDisconnected;
+import io.virtio4j.vhost.events.RequestRejected;
 import io.virtio4j.vhost.protocol.Header;
 import io.virtio4j.vhost.protocol.Message;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
@@ -54,6 +57,18 @@ public final class VhostUserConnection {
 
     /** Serves until the peer closes or breaks the protocol; always releases the session and the socket. */
     public End serve() {
+        FrontendConnected.emit(peer);
+        End end = null;
+        try {
+            end = served();
+            return end;
+        } finally {
+            // after the session released the device: the rings' RingStopped events come first
+            FrontendDisconnected.emit(peer, end == null ? "FAILED" : end.name(), messages);
+        }
+    }
+
+    private End served() {
         try (arena; socket; session) {
             while (true) {
                 Message m;
@@ -61,6 +76,7 @@ public final class VhostUserConnection {
                     m = receive();
                 } catch (VhostUserProtocolException e) {
                     LOG.warning(peer + ": closing connection: malformed message: " + e.getMessage());
+                    RequestRejected.emit(peer, e, true);
                     return End.PROTOCOL_ERROR;
                 }
                 if (m == null) {
@@ -89,18 +105,22 @@ public final class VhostUserConnection {
                 if (failed == null) {
                     LOG.warning(peer + ": closing connection: " + e.getMessage() + " (" + m.name()
                             + " has a reply with no error form)");
+                    RequestRejected.emit(peer, e, true);
                     return false;
                 }
                 LOG.warning(peer + ": rejected " + e.getMessage());
+                RequestRejected.emit(peer, e, false);
                 sendReply(m.request(), failed);
                 return true;
             }
             if (m.needReply() && session.replyAckNegotiated()) {
                 LOG.warning(peer + ": rejected " + e.getMessage());
+                RequestRejected.emit(peer, e, false);
                 sendReply(m.request(), new U64(1).encode());
                 return true;
             }
             LOG.warning(peer + ": closing connection: " + e.getMessage());
+            RequestRejected.emit(peer, e, true);
             return false;
         } catch (RuntimeException e) {
             // A bug of ours must not take the whole back-end down: drop this front-end, keep serving others.

@@ -2,6 +2,8 @@ package io.virtio4j.vhost.backend;
 
 import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.os.FileDescriptor;
+import io.virtio4j.vhost.events.FeaturesNegotiated;
+import io.virtio4j.vhost.events.LogBaseSet;
 import io.virtio4j.vhost.protocol.ConfigPayload;
 import io.virtio4j.vhost.protocol.InflightDescription;
 import io.virtio4j.vhost.protocol.LogDescription;
@@ -247,6 +249,7 @@ public final class VhostUserSession implements AutoCloseable {
         features = f;
         featuresSet = true;
         featuresRefused = false;
+        FeaturesNegotiated.emit(request, offeredFeatures, f, offeredProtocolFeatures, protocolFeatures);
         if (!logOnly) {
             // LOG_ALL alone toggled (a migration's start or end) is the back-end's business: the device's negotiation
             // has not changed, and telling it again would reset what follows from it (blk's cache mode)
@@ -272,6 +275,7 @@ public final class VhostUserSession implements AutoCloseable {
                     "bits 0x" + Long.toHexString(unknown) + " were not offered");
         }
         protocolFeatures = f;
+        FeaturesNegotiated.emit(request, offeredFeatures, features, offeredProtocolFeatures, f);
     }
 
     private U64 getQueueNum(String request) throws VhostUserProtocolException {
@@ -283,7 +287,7 @@ public final class VhostUserSession implements AutoCloseable {
 
     private void setMemTable(Message m, MemoryTableDescription table) throws VhostUserProtocolException {
         try (MemoryMapper.Change c = memory.mapTable(m, table)) {
-            vrings.swapMemory(c);
+            vrings.swapMemory(m.name(), c);
         }
     }
 
@@ -295,14 +299,14 @@ public final class VhostUserSession implements AutoCloseable {
     private void addMemReg(Message m, SingleMemoryRegion region) throws VhostUserProtocolException {
         require(m.name(), ProtocolFeatures.CONFIGURE_MEM_SLOTS);
         try (MemoryMapper.Change c = memory.mapAdded(m, region.region())) {
-            vrings.swapMemory(c);
+            vrings.swapMemory(m.name(), c);
         }
     }
 
     private void remMemReg(String request, SingleMemoryRegion region) throws VhostUserProtocolException {
         require(request, ProtocolFeatures.CONFIGURE_MEM_SLOTS);
         try (MemoryMapper.Change c = memory.removal(request, region.region())) {
-            vrings.swapMemory(c);
+            vrings.swapMemory(request, c);
         }
     }
 
@@ -365,7 +369,10 @@ public final class VhostUserSession implements AutoCloseable {
         if (m.fdCount() != 1) {
             throw new VhostUserProtocolException(m.name(), "fds", m.fdCount(), "exactly one descriptor (the log) must come with it");
         }
-        vrings.log(m.name(), DirtyLogArea.map(m.name(), given, m.takeFd(0)));
+        DirtyLogArea log = DirtyLogArea.map(m.name(), given, m.takeFd(0));
+        // before the rings restart over it: a ring that fails to leaves the log mapped all the same
+        LogBaseSet.emit(given.mmapSize(), given.mmapOffset(), VirtioFeatures.has(features, ProtocolFeatures.VHOST_F_LOG_ALL));
+        vrings.log(m.name(), log);
         return new U64(0);
     }
 

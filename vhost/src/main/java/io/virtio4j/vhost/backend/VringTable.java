@@ -19,6 +19,12 @@ import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.LinuxException;
+import io.virtio4j.vhost.events.DirtyLoggingSwitched;
+import io.virtio4j.vhost.events.InflightResubmitted;
+import io.virtio4j.vhost.events.MemoryTableChanged;
+import io.virtio4j.vhost.events.QueueBroken;
+import io.virtio4j.vhost.events.RingStarted;
+import io.virtio4j.vhost.events.RingStopped;
 import io.virtio4j.vhost.memory.MemoryTable;
 import io.virtio4j.vhost.protocol.Message;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
@@ -95,6 +101,7 @@ final class VringTable implements AutoCloseable {
 
     /** After {@link #features} switched VHOST_F_LOG_ALL alone: restarts the started rings (see {@link #restartStarted}). */
     void switchLogging(String request) throws VhostUserProtocolException {
+        DirtyLoggingSwitched.emit(logAll(), log != null);
         restartStarted(request);
     }
 
@@ -135,7 +142,7 @@ final class VringTable implements AutoCloseable {
         VhostUserProtocolException first = null;
         for (Vring v : vrings) {
             if (v.isStarted() || (v.addrFlags & VringAddress.F_LOG) != 0) {
-                stop(v);
+                stop(v, request);
                 try {
                     maybeStart(v, request);
                 } catch (VhostUserProtocolException e) {
@@ -226,7 +233,7 @@ final class VringTable implements AutoCloseable {
             }
             v.addrFlags = a.flags();
             v.logAddr = a.log();
-            stop(v);
+            stop(v, request);
             maybeStart(v, request);
             return;
         }
@@ -255,7 +262,7 @@ final class VringTable implements AutoCloseable {
     /** Stops the ring and answers where processing would resume; its kick and call eventfds go. */
     VringState getBase(String request, VringState s) throws VhostUserProtocolException {
         Vring v = ring(request, s.index());
-        stop(v);
+        stop(v, request);
         staleIfAllStopped();
         // The ring is stopped: its kick and call fds go, new ones come with the next start (libvhost-user does so).
         v.closeKick();
@@ -285,7 +292,7 @@ final class VringTable implements AutoCloseable {
         Vring v = ring(m.name(), p.index());
         EventFd kick = takeEventFd(m, p);
         try {
-            stop(v);
+            stop(v, m.name());
         } catch (RuntimeException e) {
             if (kick != null) {
                 kick.close(); // owned by no ring yet
@@ -365,16 +372,17 @@ final class VringTable implements AutoCloseable {
      * started rings stop (they hold translated addresses), the table is installed, and every ring that has what it
      * needs starts over it.
      */
-    void swapMemory(MemoryMapper.Change change) throws VhostUserProtocolException {
+    void swapMemory(String request, MemoryMapper.Change change) throws VhostUserProtocolException {
         for (Vring v : vrings) {
             if (v.isStarted()) {
                 ringAreas(change.next(), "memory table", v);
             }
         }
-        stopAll();
+        stopAll(request);
         // Through the device: a thread of it that did not give a ring back (before a RESET_DEVICE) may still
         // touch the regions that go.
         device.retire(change.install());
+        MemoryTableChanged.emit(request, change.next());
         VhostUserProtocolException first = null;
         for (Vring v : vrings) {
             try {
@@ -396,7 +404,7 @@ final class VringTable implements AutoCloseable {
      * reset).
      */
     void reset() {
-        stopAll();
+        stopAll("RESET_DEVICE");
         for (Vring v : vrings) {
             v.clear(this::sink);
         }
@@ -434,7 +442,7 @@ final class VringTable implements AutoCloseable {
      */
     void stopForReset() {
         try {
-            stopAll();
+            stopAll("SET_STATUS");
             staleIfAllStopped();
         } finally {
             for (Vring v : vrings) {
@@ -453,7 +461,7 @@ final class VringTable implements AutoCloseable {
     @Override
     public void close() {
         try {
-            stopAll();
+            stopAll("connection closed");
         } catch (RuntimeException e) {
             LOG.warning("stopping rings on close: " + e);
         }
@@ -548,6 +556,8 @@ final class VringTable implements AutoCloseable {
         MemorySegment region = area != null ? inflightRegion(request, v, area) : null;
         DirtyLogArea logging = logAll() ? log : null;
         DeviceQueue queue;
+        QueueState start;
+        int resubmitted = 0;
         boolean restarting = false;
         try {
             // Reading the ring (the used index below) can fault if the front-end shrank the file under it.
@@ -564,11 +574,12 @@ final class VringTable implements AutoCloseable {
             if (region == null) {
                 queue.restart(state);
             } else {
-                int resubmitted = queue.restart(state, region);
+                resubmitted = queue.restart(state, region);
                 if (resubmitted > 0) {
                     LOG.info("ring " + v.index + ": " + resubmitted + " buffers in flight before resubmitted from the inflight area");
                 }
             }
+            start = state;
         } catch (InvalidInflightRegionException e) {
             // the field names the region's, e.g. inflight.desc[7].next: the front-end handed back an area no back-end wrote
             throw new VhostUserProtocolException(request, "vring[" + v.index + "]." + e.field(), e.value(), e.getMessage());
@@ -607,6 +618,11 @@ final class VringTable implements AutoCloseable {
         }
         v.queue = queue;
         v.started = context;
+        // once the device took the ring: a refused start resubmits nothing
+        RingStarted.emit(v.index, areas.format(), v.num, start, area != null, logging != null);
+        if (resubmitted > 0) {
+            InflightResubmitted.emit(v.index, resubmitted);
+        }
         if (area != null) {
             area.users++;
             v.inflight = area;
@@ -737,7 +753,7 @@ final class VringTable implements AutoCloseable {
      * file) the queue is broken, and its state is the used position it last published. Either way the ring counts
      * as stopped and its area slice is released: a ring that stayed started would pin the area for ever.
      */
-    private void stop(Vring v) {
+    private void stop(Vring v, String cause) {
         if (!v.isStarted()) {
             return;
         }
@@ -751,14 +767,19 @@ final class VringTable implements AutoCloseable {
                     if (!GuestMemoryFaultException.isGuestMemoryFault(e)) {
                         throw e;
                     }
-                    queue.fail(new GuestMemoryFaultException(v.index, "the control thread stopping it", e));
+                    GuestMemoryFaultException broken = new GuestMemoryFaultException(v.index, "the control thread stopping it", e);
+                    queue.fail(broken);
+                    QueueBroken.emit(v.index, Thread.currentThread().getName(), broken);
                 } catch (DirtyLogOverflowException e) {
                     // the publication is made, its marks could not be: the queue broke itself, the ring stops anyway
                     LOG.warning("ring " + v.index + " broken stopping it: " + e.getMessage());
+                    QueueBroken.emit(v.index, Thread.currentThread().getName(), e);
                 }
             }
             QueueState state = queue.state();
             v.base = queue instanceof PackedDeviceQueue ? state.toPackedBase() : state.nextAvail();
+            RingStopped.emit(v.index, queue instanceof PackedDeviceQueue ? RingFormat.PACKED : RingFormat.SPLIT, v.num,
+                    cause, v.base, state, queue.isBroken());
         } finally {
             v.started = null;
             InflightArea area = v.inflight;
@@ -780,11 +801,11 @@ final class VringTable implements AutoCloseable {
      * Stops every ring, also those after one that failed to stop (a worker that did not answer): each left running
      * would be drained by nobody before the device resets; the first failure is thrown afterwards.
      */
-    private void stopAll() {
+    private void stopAll(String cause) {
         RuntimeException first = null;
         for (Vring v : vrings) {
             try {
-                stop(v);
+                stop(v, cause);
             } catch (RuntimeException e) {
                 if (first == null) {
                     first = e;

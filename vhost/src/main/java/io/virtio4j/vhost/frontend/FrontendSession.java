@@ -12,6 +12,7 @@ import io.virtio4j.os.LinuxException;
 import io.virtio4j.os.Poll;
 import io.virtio4j.os.UnixServerSocket;
 import io.virtio4j.os.UnixSocket;
+import io.virtio4j.vhost.events.Reconnected;
 import io.virtio4j.vhost.notify.EventFdNotifier;
 import io.virtio4j.vhost.protocol.ProtocolFeatures;
 
@@ -503,6 +504,23 @@ public final class FrontendSession implements AutoCloseable {
         if (path == null) {
             throw new IllegalStateException("a session made over a connected front-end cannot reconnect");
         }
+        long inFlight = 0;
+        for (DriverRing r : rings) {
+            inFlight += r.queue().inFlight();
+        }
+        Reconnected attempt = Reconnected.attempt(path, rings.size(), inflight != null);
+        Throwable failure = null;
+        try {
+            reconnectOnce(patience);
+        } catch (RuntimeException | Error | InterruptedException e) {
+            failure = e;
+            throw e;
+        } finally {
+            Reconnected.finish(attempt, inFlight, failure);
+        }
+    }
+
+    private void reconnectOnce(Duration patience) throws InterruptedException {
         boolean tracked = inflight != null;
         for (DriverRing r : rings) {
             if (!tracked && r.areas().format() != RingFormat.SPLIT) { // refused before anything changes

@@ -9,12 +9,14 @@ import io.virtio4j.devices.blk.io.BlockStore;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.testkit.DiskImages;
 import io.virtio4j.testkit.Bytes;
+import io.virtio4j.testkit.FlightRecording;
 import io.virtio4j.testkit.NoFdLeaks;
 import io.virtio4j.vhost.backend.BackendOptions;
 import io.virtio4j.vhost.backend.VhostUserBackendEndpoint;
 import io.virtio4j.vhost.backend.VhostUserSession;
 import io.virtio4j.vhost.backend.VirtioDevice;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
+import jdk.jfr.consumer.RecordedEvent;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -28,6 +30,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -42,7 +45,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * ({@code FrontendSession} asks for it by default) and hands it to the next back-end, the real {@link BlkDevice} on
  * the same file, which resubmits the four the driver never got back: every request completes exactly once, the file
  * holds every request's data (checksums), and no kick is needed for the resubmitted ones (the kick eventfd is
- * drained before the reconnection, and the front-end sends none with an area).
+ * drained before the reconnection, and the front-end sends none with an area). The new back-end's resubmission is
+ * recorded as a JFR event with its count.
  */
 @ExtendWith(NoFdLeaks.class)
 class BlkInflightReconnectTest {
@@ -60,7 +64,9 @@ class BlkInflightReconnectTest {
         Path f = DiskImages.sparse(dir.resolve("disk.img"), DISK);
         Path path = dir.resolve("blk.sock");
         DyingInflightBlkDevice dying = new DyingInflightBlkDevice(f, DISK / BlkLayout.SECTOR);
-        try (BlockStore store = BlockStore.open(f.toString(), false, 512);
+        List<RecordedEvent> events;
+        try (FlightRecording recording = FlightRecording.start();
+             BlockStore store = BlockStore.open(f.toString(), false, 512);
              BlkDevice blk = new BlkDevice(store, new BlkDevice.Options(1, BlockEngine.SYNC, 16, 64, new int[0],
                      "inflight", NotificationMode.NOTIFY, 20_000))) {
             AtomicInteger connections = new AtomicInteger();
@@ -141,7 +147,14 @@ class BlkInflightReconnectTest {
                 endpoint.close();
                 server.join(TIMEOUT.toMillis());
             }
+            events = recording.stop(dir.resolve("reconnect.jfr"));
         }
+        // the second connection's control thread resubmitted the four, on ring 0
+        List<RecordedEvent> resubmitted = FlightRecording.named(events, "InflightResubmitted").stream()
+                .filter(FlightRecording.on(path + " #2")).toList();
+        assertEquals(1, resubmitted.size(), resubmitted::toString);
+        assertEquals(0, resubmitted.get(0).getInt("queue"));
+        assertEquals(DyingInflightBlkDevice.TAKEN - 2, resubmitted.get(0).getInt("count"));
     }
 
     /** Each request writes its own 4 KiB, apart from the others. */
