@@ -34,7 +34,9 @@ public final class Main implements Runnable {
                 .footer("", "Example: virtio4j help serve");
         cl.setParameterExceptionHandler((ex, args) -> {
             String line = ex.getMessage();
-            if (ex instanceof CommandLine.UnmatchedArgumentException u) {
+            if (line.startsWith("Missing required subcommand") && !ex.getCommandLine().getSubcommands().isEmpty()) {
+                line += ": " + String.join(", ", ex.getCommandLine().getSubcommands().keySet());
+            } else if (ex instanceof CommandLine.UnmatchedArgumentException u) {
                 List<String> suggestions = u.getSuggestions();
                 if (!suggestions.isEmpty()) {
                     line += "; did you mean " + String.join(" or ", suggestions) + "?";
