@@ -38,7 +38,7 @@
 #   --serve-args "..." with --dpdk: serve net's arguments besides --socket (default "--mode rxonly")
 #
 # Examples:
-#   peers/ab-builds.sh --a main --pairs 20 --cmd '{v4j} bench --runs 1 --warmup 1 --bufs 1000000 --mode poll --batch 1'
+#   peers/ab-builds.sh --a main --pairs 20 --cmd '{v4j} bench --runs 1 --warmup 1 --bufs 1000000 --notify poll --batch 1'
 #   peers/ab-builds.sh --a main --dpdk -- --reps 5 --duration 3 --sizes "64 1500"
 set -euo pipefail
 # shellcheck source=lib.sh

@@ -15,7 +15,7 @@
 #
 # Options:
 #   --reps N            repetitions (default 3)
-#   --runtime S         drive blk --runtime per run (default 5)
+#   --duration S        drive blk --duration per run (default 5; --runtime, its old name, still works)
 #   --bs B / --iodepth N / --queues N / --rw RW   the drive blk job (defaults 4k / 32 / 1 / randread)
 #   --size SIZE         size of the null devices (default 1G)
 #   --file              also run the file pair (C, D)
@@ -31,7 +31,7 @@ set -euo pipefail
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 ROOT=$(cd "$PEERS_DIR/.." && pwd)
 
-reps=3 runtime=5 bs=4k iodepth=32 queues=1 rw=randread size=1G files=0 file_size=256M
+reps=3 duration=5 bs=4k iodepth=32 queues=1 rw=randread size=1G files=0 file_size=256M
 backend_cpu=1 driver_cpu=0 out='' driver_cmd="$ROOT/virtio4j drive blk"
 backend_a="$PEERS_DIR/qsd.sh --socket {sock} --null {size} --read-zeroes off --queues {queues}"
 backend_b="$ROOT/virtio4j serve blk --socket {sock} --null {size} --queues {queues}"
@@ -40,7 +40,7 @@ backend_d="$ROOT/virtio4j serve blk --socket {sock} --file {img} --queues {queue
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) reps=$2; shift 2 ;;
-    --runtime) runtime=$2; shift 2 ;;
+    --duration|--runtime) duration=$2; shift 2 ;;
     --bs) bs=$2; shift 2 ;;
     --iodepth) iodepth=$2; shift 2 ;;
     --queues) queues=$2; shift 2 ;;
@@ -86,7 +86,7 @@ run_one() {   # run_one LABEL TEMPLATE REP
   bc0=$(peers_tree_cputicks "$BACKEND_PID")
   # shellcheck disable=SC2086 # driver_cmd is a command line
   res=$(taskset -c "$driver_cpu" $driver_cmd --socket "$sock" --rw "$rw" --bs "$bs" --iodepth "$iodepth" \
-    --queues "$queues" --runtime "$runtime" 2>"$work/driver.err" | grep '^RESULT ') || rc=$?
+    --queues "$queues" --duration "$duration" 2>"$work/driver.err" | grep '^RESULT ') || rc=$?
   bc1=$(peers_tree_cputicks "$BACKEND_PID")
   bcpu=$(awk -v c="$((bc1 - bc0))" -v hz="$(peers_clk_tck)" -v w="$(peers_elapsed "$bt0")" 'BEGIN { printf "%.2f", (w > 0 ? c / hz / w : 0) }')
   peers_backend_stop >/dev/null
@@ -120,7 +120,7 @@ summary() {   # summary A B
 peers_log "null pair: A = $backend_a"
 peers_log "           B = $backend_b"
 [ "$files" = 0 ] || peers_log "file pair: C = $backend_c; D = $backend_d (image $img, $file_size)"
-peers_log "$reps reps, drive blk --rw $rw --bs $bs --iodepth $iodepth --queues $queues --runtime $runtime on CPU $driver_cpu, back-ends on CPU $backend_cpu"
+peers_log "$reps reps, drive blk --rw $rw --bs $bs --iodepth $iodepth --queues $queues --duration $duration on CPU $driver_cpu, back-ends on CPU $backend_cpu"
 if [ "$files" = 1 ]; then
   # an engine this build or kernel lacks (io_uring) makes the back-end exit at start: say so and skip it
   if ! (cmd=${backend_d//\{queues\}/$queues}; peers_backend_start "${cmd//\{img\}/$img}" "$work/probe.sock" "$backend_cpu" \

@@ -96,7 +96,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
 
     /**
      * This configuration with every option of {@code options} set at once, so that options checked together
-     * ({@code ring-size} with {@code ring}) may change together.
+     * ({@code queue-size} with {@code ring}) may change together.
      */
     public BenchConfig with(Map<String, String> options) {
         Map<String, String> m = toMap();
@@ -114,7 +114,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
     public Map<String, String> toMap() {
         Map<String, String> m = new LinkedHashMap<>();
         m.put("bufs", Long.toString(bufs));
-        m.put("ring-size", Integer.toString(ringSize));
+        m.put("queue-size", Integer.toString(ringSize));
         m.put("ring", ring.name().toLowerCase(Locale.ROOT));
         m.put("batch", Integer.toString(batch));
         m.put("buf-size", Integer.toString(bufSize));
@@ -126,7 +126,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
         m.put("barriers", barriers.name().toLowerCase(Locale.ROOT));
         m.put("avail-publish", availPublish.name().toLowerCase(Locale.ROOT));
         m.put("cached-avail", cachedAvail ? "on" : "off");
-        m.put("mode", mode.name().toLowerCase(Locale.ROOT));
+        m.put("notify", mode.name().toLowerCase(Locale.ROOT));
         m.put("toggle-notify", Boolean.toString(toggleNotify));
         m.put("hybrid-spin-ns", Long.toString(hybridSpinNanos));
         m.put("verify", Boolean.toString(verify));
@@ -140,7 +140,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
     private static BenchConfig fromMap(Map<String, String> m) {
         return new BenchConfig(
                 Long.parseLong(m.get("bufs")),
-                Integer.parseInt(m.get("ring-size")),
+                Integer.parseInt(m.get("queue-size")),
                 enumOf(RingFormat.class, m, "ring"),
                 Integer.parseInt(m.get("batch")),
                 Integer.parseInt(m.get("buf-size")),
@@ -152,7 +152,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 enumOf(Ordering.class, m, "barriers"),
                 enumOf(AvailPublication.class, m, "avail-publish"),
                 bool(m, "cached-avail"),
-                enumOf(NotificationMode.class, m, "mode"),
+                enumOf(NotificationMode.class, m, "notify"),
                 bool(m, "toggle-notify"),
                 Long.parseLong(m.get("hybrid-spin-ns")),
                 bool(m, "verify"),
@@ -184,7 +184,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
     public String describe() {
         return ring.name().toLowerCase(Locale.ROOT) + " ring " + ringSize + ", batch " + batch + ", " + chain + " x "
                 + bufSize + " B"
-                + (indirect ? " indirect" : "") + ", mode " + mode.name().toLowerCase(Locale.ROOT)
+                + (indirect ? " indirect" : "") + ", notify " + mode.name().toLowerCase(Locale.ROOT)
                 + ", barriers " + barriers.name().toLowerCase(Locale.ROOT)
                 + ", avail-publish " + availPublish.name().toLowerCase(Locale.ROOT)
                 + ", cached-avail " + (cachedAvail ? "on" : "off")

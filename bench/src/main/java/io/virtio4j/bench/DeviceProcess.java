@@ -45,7 +45,7 @@ public final class DeviceProcess {
                 if (request == null || request.containsKey("exit")) {
                     return;
                 }
-                // all at once: a packed ring of 48 is valid, but not the split default with ring-size 48 first
+                // all at once: a packed ring of 48 is valid, but not the split default with queue-size 48 first
                 BenchConfig cfg = BenchConfig.defaults().with(request);
                 Map<String, String> result = runOnce(cfg, fds, s, buf);
                 Wire.send(s, buf, result);

@@ -56,8 +56,8 @@ public record Experiment(String id, String lesson, String claim, BenchConfig bas
     /** The experiments, with {@code bufs} buffers per run. */
     public static List<Experiment> all(long bufs) {
         BenchConfig d = BenchConfig.defaults().with("bufs", Long.toString(bufs));
-        BenchConfig notify64 = d.with("mode", "notify").with("batch", "64");
-        BenchConfig poll = d.with("mode", "poll").with("batch", "64");
+        BenchConfig notify64 = d.with("notify", "notify").with("batch", "64");
+        BenchConfig poll = d.with("notify", "poll").with("batch", "64");
         return List.of(
                 new Experiment("cached-avail-idx", CACHED_AVAIL,
                         "vhost: caching the avail index read in vhost_enable_notify() cut run time by 1.5% "

@@ -26,7 +26,7 @@ class BenchOptionErrorsTest {
         InvalidBenchOptionException e = assertThrows(InvalidBenchOptionException.class,
                 () -> BenchConfig.defaults().with("ring-sise", "64"));
         assertEquals(List.of("ring-sise"), e.options());
-        assertEquals(true, e.getMessage().startsWith("ring-sise is not a benchmark option; known: bufs, ring-size"),
+        assertEquals(true, e.getMessage().startsWith("ring-sise is not a benchmark option; known: bufs, queue-size"),
                 e.getMessage());
     }
 
@@ -42,16 +42,16 @@ class BenchOptionErrorsTest {
 
     @Test
     void theRingSizeRuleFollowsTheRingFormat() {
-        assertEquals(48, BenchConfig.defaults().with("ring", "packed").with("ring-size", "48").ringSize());
+        assertEquals(48, BenchConfig.defaults().with("ring", "packed").with("queue-size", "48").ringSize());
         InvalidBenchOptionException split = assertThrows(InvalidBenchOptionException.class,
-                () -> BenchConfig.defaults().with("ring-size", "48"));
+                () -> BenchConfig.defaults().with("queue-size", "48"));
         assertEquals(List.of("ringSize"), split.options());
         InvalidBenchOptionException packed = assertThrows(InvalidBenchOptionException.class,
-                () -> BenchConfig.defaults().with("ring", "packed").with("ring-size", "40000"));
+                () -> BenchConfig.defaults().with("ring", "packed").with("queue-size", "40000"));
         assertEquals(List.of("ringSize", "ring"), packed.options());
         assertEquals("ringSize must be in [1, 32768] with ring packed, got 40000", packed.getMessage());
         assertThrows(InvalidBenchOptionException.class,
-                () -> BenchConfig.defaults().with("ring", "packed").with("ring-size", "48").with("ring", "split"),
+                () -> BenchConfig.defaults().with("ring", "packed").with("queue-size", "48").with("ring", "split"),
                 "switching back to split re-checks the size");
     }
 

@@ -31,8 +31,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class BenchmarkRunsTest {
 
     private static BenchConfig small(String ring, String mode) {
-        return BenchConfig.defaults().with("bufs", "200000").with("ring", ring).with("mode", mode)
-                .with("verify", "true").with("chain", "3").with("ring-size", "64");
+        return BenchConfig.defaults().with("bufs", "200000").with("ring", ring).with("notify", mode)
+                .with("verify", "true").with("chain", "3").with("queue-size", "64");
     }
 
     @ParameterizedTest(name = "{0} {1} ring {2} indirect={3} publish={4} barriers={5} in-order={6}")
@@ -48,7 +48,7 @@ class BenchmarkRunsTest {
     })
     void inProcessRunsMoveEveryBuffer(String ring, String mode, int ringSize, boolean indirect, String publish,
                                       String barriers, String inOrder) throws Exception {
-        BenchConfig cfg = small(ring, mode).with("ring-size", Integer.toString(ringSize))
+        BenchConfig cfg = small(ring, mode).with("queue-size", Integer.toString(ringSize))
                 .with("indirect", Boolean.toString(indirect)).with("avail-publish", publish)
                 .with("barriers", barriers).with("in-order", inOrder);
         RunResult r = RingBenchmark.run(cfg);
@@ -209,7 +209,7 @@ class BenchmarkRunsTest {
                 for (String mode : new String[] {"notify", "poll"}) {
                     // packed: a size that is no power of two, which the device process must take as a whole;
                     // poll runs with an inflight region in the device process, notify without
-                    BenchConfig cfg = small(ring, mode).with("ring-size", ring.equals("packed") ? "48" : "64")
+                    BenchConfig cfg = small(ring, mode).with("queue-size", ring.equals("packed") ? "48" : "64")
                             .with("inflight", mode.equals("poll") ? "on" : "off");
                     String what = ring + " " + mode + " inflight " + cfg.inflight();
                     RunResult r = two.run(cfg);

@@ -70,8 +70,8 @@ class StatisticsTest {
     @Test
     void configOptionsRoundTripThroughTheirCommandLineNames() {
         BenchConfig c = BenchConfig.defaults().with("barriers", "strong").with("cached-avail", "off")
-                .with("avail-publish", "adaptive").with("mode", "hybrid").with("ring", "PACKED")
-                .with("in-order", "on").with("ring-size", "96");
+                .with("avail-publish", "adaptive").with("notify", "hybrid").with("ring", "PACKED")
+                .with("in-order", "on").with("queue-size", "96");
         assertEquals("strong", c.toMap().get("barriers"));
         assertEquals("off", c.toMap().get("cached-avail"));
         assertFalse(c.cachedAvail());

@@ -15,6 +15,7 @@ import io.virtio4j.core.ordering.Ordering;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 import java.io.IOException;
@@ -30,13 +31,14 @@ import java.util.concurrent.Callable;
 @Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Driver and device threads, each pinned to a CPU, move buffers through one ring (split or packed) in one "
                 + "shared segment, in the manner of Linux tools/virtio virtio_test and ringtest.",
-                "Prints each figure as perf stat -r N does: mean, relative spread, median."})
+                "Prints each figure as perf stat -r N does: mean, relative spread, median."},
+        footer = {"", "Example: virtio4j bench --ring packed --queue-size 128 --notify hybrid"})
 public final class BenchCommand implements Callable<Integer> {
     private static final BenchConfig D = BenchConfig.defaults();
 
     @Option(names = "--bufs", description = "buffers per run (default ${DEFAULT-VALUE})")
     long bufs = D.bufs();
-    @Option(names = "--ring-size", description = "queue size: a power of two for split rings, 1 to 32768 for packed (default ${DEFAULT-VALUE})")
+    @Option(names = "--queue-size", description = "entries per ring: a power of two for split rings, 1 to 32768 for packed (default ${DEFAULT-VALUE})")
     int ringSize = D.ringSize();
     @Option(names = "--ring", paramLabel = "split|packed", description = "ring format, both sides (default split)",
             converter = Converters.RingFormatConverter.class)
@@ -47,10 +49,12 @@ public final class BenchCommand implements Callable<Integer> {
     int bufSize = D.bufSize();
     @Option(names = "--chain", description = "elements per buffer: 1 = one readable; n>1 = n-1 readable + 1 writable (default ${DEFAULT-VALUE})")
     int chain = D.chain();
-    @Option(names = "--indirect", description = "put chains in indirect tables (needs --chain >= 2)")
+    @Option(names = "--indirect", arity = "1", paramLabel = "on|off", description = "negotiate VIRTIO_F_INDIRECT_DESC: "
+            + "put chains in indirect tables (needs --chain >= 2) (default off)", converter = Converters.OnOffConverter.class)
     boolean indirect = D.indirect();
-    @Option(names = "--no-event-idx", description = "do not negotiate VIRTIO_F_EVENT_IDX: suppress with the flags")
-    boolean noEventIdx = !D.eventIdx();
+    @Option(names = "--event-idx", arity = "1", paramLabel = "on|off", description = "negotiate VIRTIO_F_EVENT_IDX; off: "
+            + "suppress with the flags (default on)", converter = Converters.OnOffConverter.class)
+    boolean eventIdx = D.eventIdx();
     @Option(names = "--in-order", arity = "1", paramLabel = "on|off", description = "negotiate VIRTIO_F_IN_ORDER on both "
             + "sides (default off)", converter = Converters.OnOffConverter.class)
     boolean inOrder = D.inOrder();
@@ -71,7 +75,7 @@ public final class BenchCommand implements Callable<Integer> {
     AvailPublication availPublish = D.availPublish();
     @Option(names = "--cached-avail", arity = "1", paramLabel = "on|off", description = "on | off: device caches avail.idx read while re-enabling kicks (default on)", converter = Converters.OnOffConverter.class)
     boolean cachedAvail = D.cachedAvail();
-    @Option(names = "--mode", description = "poll | notify | hybrid (default ${DEFAULT-VALUE})", converter = Converters.ModeConverter.class)
+    @Option(names = "--notify", paramLabel = "MODE", description = "poll | notify | hybrid: how both threads wait (default poll)", converter = Converters.ModeConverter.class)
     NotificationMode mode = D.mode();
     @Option(names = "--toggle-notify", description = "device disables and re-enables kicks around every pop")
     boolean toggleNotify = D.toggleNotify();
@@ -90,7 +94,7 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--processes", description = "1: driver and device threads in this JVM; 2: the device in a second "
             + "JVM, sharing a memfd and eventfds (default ${DEFAULT-VALUE})")
     int processes = 1;
-    @Option(names = "--json", description = "also write the results as JSON to FILE")
+    @Option(names = "--json", paramLabel = "FILE", description = "also write the results as JSON to FILE")
     Path json;
     @Option(names = "--compare", paramLabel = "KEY=A,B",
             description = "run option KEY at value A and at value B interleaved (A B A B ...) and print B/A with a 95%% "
@@ -104,7 +108,7 @@ public final class BenchCommand implements Callable<Integer> {
     /** The configuration the flags give; a value out of range is reported by its flag. */
     BenchConfig config() {
         try {
-            return new BenchConfig(bufs, ringSize, ring, batch, bufSize, chain, indirect, !noEventIdx, inOrder,
+            return new BenchConfig(bufs, ringSize, ring, batch, bufSize, chain, indirect, eventIdx, inOrder,
                     delayedInterrupt, barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify,
                     driverCpu, deviceCpu, inflight, dirtyLog);
         } catch (InvalidBenchOptionException e) {
@@ -114,11 +118,14 @@ public final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws InterruptedException, IOException {
-        if (runs < 1 || warmup < 0) {
-            throw new IllegalArgumentException("--runs must be >= 1 and --warmup >= 0");
+        if (runs < 1) {
+            throw new ParameterException(spec.commandLine(), "--runs must be >= 1, got " + runs);
+        }
+        if (warmup < 0) {
+            throw new ParameterException(spec.commandLine(), "--warmup must be >= 0, got " + warmup);
         }
         if (processes != 1 && processes != 2) {
-            throw new IllegalArgumentException("--processes must be 1 or 2, got " + processes);
+            throw new ParameterException(spec.commandLine(), "--processes must be 1 or 2, got " + processes);
         }
         BenchConfig cfg = config();
         if (processes == 1) {

@@ -38,8 +38,8 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@code virtio4j drive blk}: a virtio-blk front-end and guest driver over vhost-user that loads a block device the
- * way fio does ({@code --rw --bs --iodepth --runtime --size --rwmixread}, the same summary: IOPS, bandwidth and
- * completion-latency percentiles per direction), one thread per queue, and with {@code --verify} checks every block it
+ * way fio does ({@code --rw --bs --iodepth --size --rwmixread}; fio's {@code --runtime} is {@code --duration}, as in every
+ * command; the same summary: IOPS, bandwidth and completion-latency percentiles per direction), one thread per queue, and with {@code --verify} checks every block it
  * reads against what it wrote ({@link BlockPattern}). Prints one {@code RESULT} line; exits non-zero on any request
  * that did not complete OK, on any block that did not verify, and on any request lost or completed twice.
  *
@@ -49,8 +49,8 @@ import java.util.concurrent.locks.LockSupport;
  * and SIGTERM end the load as fio's Ctrl-C does: requests in flight drain, the summary is printed.
  */
 @Command(name = "blk", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"A virtio-blk front-end and guest driver over vhost-user, with fio's vocabulary.",
-                "Example: virtio4j drive blk --socket /tmp/blk.sock --rw randread --bs 4k --iodepth 32 --runtime 10"})
+        description = "A virtio-blk front-end and guest driver over vhost-user, with fio's vocabulary.",
+        footer = {"", "Example: virtio4j drive blk --socket /tmp/blk.sock --rw randread --duration 10"})
 final class DriveBlk implements Callable<Integer> {
     /** Exit status when a request completed with a status other than OK (IOERR, UNSUPP). */
     static final int EXIT_IO_ERROR = 1;
@@ -82,7 +82,7 @@ final class DriveBlk implements Callable<Integer> {
 
     @Spec
     CommandSpec spec;
-    @Option(names = "--socket", required = true, paramLabel = "PATH", description = "the back-end's vhost-user socket")
+    @Option(names = {"--socket", "--socket-path"}, required = true, paramLabel = "PATH", description = "the back-end's vhost-user socket")
     Path socket;
     @Option(names = "--rw", paramLabel = "read|write|randread|randwrite|randrw", description = "the workload (default read)",
             converter = RwConverter.class)
@@ -107,11 +107,20 @@ final class DriveBlk implements Callable<Integer> {
     @Option(names = "--event-idx", arity = "1", paramLabel = "on|off", description = "use VIRTIO_F_EVENT_IDX when the "
             + "back-end offers it (default on)", converter = Converters.OnOffConverter.class)
     boolean eventIdx = true;
-    @Option(names = "--runtime", paramLabel = "S", description = "run for S seconds (default: one pass over --size, "
+    @Option(names = "--duration", paramLabel = "S", description = "run for S seconds (default: one pass over --size, "
             + "or 10 s when --size is not given either)")
-    Double runtime;
+    Double duration;
+
+    /**
+     * fio's name for {@link #duration}, hidden: this command speaks fio, and the runs recorded under peers/results/
+     * were made with it.
+     */
+    @Option(names = "--runtime", hidden = true, paramLabel = "S")
+    void runtime(double seconds) {
+        duration = seconds;
+    }
     @Option(names = "--size", paramLabel = "SIZE", description = "the region used, from offset 0 (default: the whole "
-            + "device); without --runtime, as many requests as it holds blocks of --bs", converter = SizeConverter.class)
+            + "device); without --duration, as many requests as it holds blocks of --bs", converter = SizeConverter.class)
     Long size;
     @Option(names = "--verify", description = "write a checked pattern and check every block read: write, randwrite: "
             + "write, then read back every block written; randrw: reads check the last write of their block, and every block written is read back at the end; read, randread: check blocks an "
@@ -204,8 +213,8 @@ final class DriveBlk implements Callable<Integer> {
             // the session's patience bounds every reply too: a wait of 0 would refuse the first answer
             throw bad("--connect-timeout: " + connectTimeout + " is not a positive number of seconds");
         }
-        if (runtime != null && !(runtime > 0 && runtime <= 1e6)) {
-            throw bad("--runtime: " + runtime + " is not in (0, 1000000] seconds");
+        if (duration != null && !(duration > 0 && duration <= 1e6)) {
+            throw bad("--duration: " + duration + " is not in (0, 1000000] seconds");
         }
         if (reconnectTimeout < 1) {
             throw bad("--reconnect-timeout: " + reconnectTimeout + " is not a positive number of seconds");
@@ -243,8 +252,8 @@ final class DriveBlk implements Callable<Integer> {
         }
         // without indirect descriptors the driver cuts the depth to what the ring holds
         int depth = driver.depth(0);
-        boolean timed = runtime != null || size == null;
-        long runNanos = timed ? (long) ((runtime != null ? runtime : 10.0) * 1e9) : Long.MAX_VALUE;
+        boolean timed = duration != null || size == null;
+        long runNanos = timed ? (long) ((duration != null ? duration : 10.0) * 1e9) : Long.MAX_VALUE;
         long runId = ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE;
         Job[] jobs = new Job[queues];
         for (int q = 0; q < queues; q++) {

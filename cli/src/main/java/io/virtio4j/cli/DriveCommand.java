@@ -22,6 +22,7 @@ import java.util.concurrent.Callable;
 
 /** {@code virtio4j drive}: vhost-user front-ends, the guest's side played by this process. */
 @Command(name = "drive", mixinStandardHelpOptions = true, description = "Drive a vhost-user device as its front-end and guest.",
+        footer = {"", "Example: virtio4j drive blk --socket /tmp/blk.sock --rw randwrite --verify"},
         subcommands = {DriveCommand.Net.class, DriveBlk.class})
 public final class DriveCommand {
 
@@ -32,8 +33,8 @@ public final class DriveCommand {
      * sent (a sequence number and a pattern in each). Prints a RESULT line in the peers/ scripts' vocabulary.
      */
     @Command(name = "net", mixinStandardHelpOptions = true, sortOptions = false,
-            description = {"A virtio-net front-end and guest driver over vhost-user.",
-                    "Example: virtio4j drive net --socket /tmp/vhost.sock --ring packed --in-order on --mode echo --packets 10007"})
+            description = "A virtio-net front-end and guest driver over vhost-user.",
+            footer = {"", "Example: virtio4j drive net --socket /tmp/net.sock --ring packed --mode echo"})
     static final class Net implements Callable<Integer> {
         /** Byte offset of the sequence number in a frame: after the Ethernet header. */
         private static final int SEQ_OFFSET = 14;
@@ -41,7 +42,7 @@ public final class DriveCommand {
 
         @Spec
         CommandSpec spec;
-        @Option(names = "--socket", required = true, paramLabel = "PATH", description = "the back-end's vhost-user socket")
+        @Option(names = {"--socket", "--socket-path"}, required = true, paramLabel = "PATH", description = "the back-end's vhost-user socket")
         Path socket;
         @Option(names = "--ring", paramLabel = "split|packed", description = "ring format (default split)",
                 converter = Converters.RingFormatConverter.class)

@@ -21,7 +21,8 @@ import java.util.concurrent.Callable;
         description = {"Reproduces the experiments behind the ring lessons, each an interleaved A/B on this "
                 + "machine, and writes experiments.json, experiments.md and one PNG chart per experiment.",
                 "Lessons: cached-avail-idx, lazy-avail-publish, barrier-strength, ring-format, in-order, "
-                        + "net-poll-discipline."})
+                        + "net-poll-discipline."},
+        footer = {"", "Example: virtio4j experiments --quick --only barrier-strength,ring-format"})
 public final class ExperimentsCommand implements Callable<Integer> {
 
     @Option(names = "--quick", description = "fewer, shorter runs: all experiments in well under 3 minutes")

@@ -18,8 +18,8 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "jmh", customSynopsis = "virtio4j jmh [JMH-ARG...]",
         description = {"Runs the JMH microbenchmarks of the ring hot paths (package io.virtio4j.bench.jmh), "
-                + "passing every argument unchanged to JMH's own command line (see `virtio4j jmh -h`).",
-                "Example: virtio4j jmh -prof gc -f 1 -wi 3 -w 1 -i 5 -r 1 io.virtio4j.bench.jmh"})
+                + "passing every argument unchanged to JMH's own command line (see `virtio4j jmh -h`)."},
+        footer = {"", "Example: virtio4j jmh -prof gc -f 1 -wi 3 -w 1 -i 5 -r 1 io.virtio4j.bench.jmh"})
 public final class JmhCommand implements Callable<Integer> {
 
     @Unmatched

@@ -23,7 +23,8 @@ import java.util.concurrent.Callable;
 /** {@code virtio4j serve blk}: a virtio-blk vhost-user back-end over a file, a block device or nothing. */
 @Command(name = "blk", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"A virtio-blk vhost-user back-end. Peers: QEMU (-chardev socket + vhost-user-blk-pci), "
-                + "qemu-storage-daemon's clients, virtio4j drive blk."})
+                + "qemu-storage-daemon's clients, virtio4j drive blk."},
+        footer = {"", "Example: virtio4j serve blk --socket-path /tmp/blk.sock --null 1G --io io_uring"})
 final class ServeBlkCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -49,7 +50,7 @@ final class ServeBlkCommand implements Callable<Integer> {
     int blockSize = 512;
     @Option(names = "--io", paramLabel = "sync|io_uring", description = "I/O engine of each queue (default ${DEFAULT-VALUE})")
     String io = "sync";
-    @Option(names = "--depth", description = "operations in flight per queue (default ${DEFAULT-VALUE})")
+    @Option(names = "--iodepth", description = "operations in flight per queue (default ${DEFAULT-VALUE})")
     int depth = 128;
     @Option(names = "--id", description = "serial answered to GET_ID, ASCII, at most 20 bytes (default ${DEFAULT-VALUE})")
     String id = "virtio4j";
@@ -90,7 +91,7 @@ final class ServeBlkCommand implements Callable<Integer> {
             store = backing.file != null ? BlockStore.open(backing.file, readOnly, blockSize)
                     : BlockStore.ofNull(backing.nullSize, readOnly, blockSize);
         } catch (InvalidBlkOptionException e) {
-            throw new ParameterException(spec.commandLine(), flag(e.option()) + ": " + e.getMessage());
+            throw refused(e);
         }
         BlkDevice device = new BlkDevice(store, options);
         if (!store.isNull()) {
@@ -99,7 +100,7 @@ final class ServeBlkCommand implements Callable<Integer> {
                 options.engine().open(store, 1).close();
             } catch (InvalidBlkOptionException e) {
                 store.close();
-                throw new ParameterException(spec.commandLine(), flag(e.option()) + ": " + e.getMessage());
+                throw refused(e);
             }
         }
         // On SIGINT and SIGTERM, once the back-end stops accepting: stop the queue threads (each waits for its
@@ -109,12 +110,22 @@ final class ServeBlkCommand implements Callable<Integer> {
             print(device, "final");
             store.close();
         };
-        String banner = String.format(Locale.ROOT, "virtio4j serve blk: %s, %d bytes, block %d, %d queue(s), io %s, depth %d%s",
+        String banner = String.format(Locale.ROOT, "virtio4j serve blk: %s, %d bytes, block %d, %d queue(s), io %s, iodepth %d%s",
                 store, store.size(), store.blockSize(), queues, options.engine().label(), depth,
                 readOnly ? ", read-only" : "");
         Serving.serve(endpoint, device, new BackendOptions(Ordering.WEAK, true, 32), statsPeriod,
                 () -> print(device, "stats"), shutdown, banner);
         return 0;
+    }
+
+    /**
+     * {@code e} in this command's flags: "--iodepth=0: must be in [1, 4096]" for the library's "depth=0: ...", the
+     * form the endpoint's errors take too ("--fd=7: ...").
+     */
+    private ParameterException refused(InvalidBlkOptionException e) {
+        String m = e.getMessage();
+        return new ParameterException(spec.commandLine(),
+                m.startsWith(e.option() + "=") ? flag(e.option()) + m.substring(e.option().length()) : flag(e.option()) + ": " + m);
     }
 
     /** The flag that sets a {@link BlkDevice.Options} or {@link BlockStore} option. */
@@ -126,7 +137,8 @@ final class ServeBlkCommand implements Callable<Integer> {
             case "notification" -> "--notify";
             case "hybridSpinNanos" -> "--hybrid-spin-ns";
             case "size" -> "--null";
-            default -> "--" + option; // queues, depth, weight, id, io, file
+            case "depth" -> "--iodepth";
+            default -> "--" + option; // queues, weight, id, io, file
         };
     }
 

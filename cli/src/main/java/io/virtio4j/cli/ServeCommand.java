@@ -21,13 +21,15 @@ import java.util.concurrent.Callable;
 
 /** {@code virtio4j serve}: vhost-user back-ends. */
 @Command(name = "serve", mixinStandardHelpOptions = true, description = "Serve a virtio device over vhost-user.",
+        footer = {"", "Example: virtio4j serve blk --socket-path /tmp/blk.sock --file disk.img"},
         subcommands = {ServeCommand.Net.class, ServeBlkCommand.class, ServeRngCommand.class})
 public final class ServeCommand {
 
     /** {@code virtio4j serve net}. */
     @Command(name = "net", mixinStandardHelpOptions = true, sortOptions = false,
             description = {"A virtio-net vhost-user back-end. Peers: QEMU (-netdev vhost-user), DPDK virtio-user "
-                    + "(--vdev net_virtio_user0,path=SOCK)."})
+                    + "(--vdev net_virtio_user0,path=SOCK)."},
+            footer = {"", "Example: virtio4j serve net --socket-path /tmp/net.sock --mode macswap --cpu 1"})
     static final class Net implements Callable<Integer> {
         @Spec
         CommandSpec spec;

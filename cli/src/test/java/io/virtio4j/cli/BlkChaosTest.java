@@ -87,7 +87,7 @@ class BlkChaosTest {
             List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
             argv.addAll(List.of("drive", "blk", "--socket", socket.toString(), "--rw", "randrw", "--verify", "--bs",
                     Integer.toString(BS), "--iodepth", "32", "--queues", "2", "--size", Long.toString(REGION_BYTES),
-                    "--runtime", "3600", "--reconnect", "--reconnect-timeout", "120", "--stall-timeout", "60",
+                    "--duration", "3600", "--reconnect", "--reconnect-timeout", "120", "--stall-timeout", "60",
                     "--inflight", inflight, "--ring", ring));
             drive = new ProcessBuilder(argv).redirectErrorStream(true).redirectOutput(driveLog.toFile()).start();
             // it runs once its banner is out (printed after it connected)
@@ -173,7 +173,7 @@ class BlkChaosTest {
         try {
             List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
             argv.addAll(List.of("drive", "blk", "--socket", socket.toString(), "--rw", "randrw", "--verify", "--size",
-                    Long.toString(REGION_BYTES), "--runtime", "3600", "--stall-timeout", "600"));
+                    Long.toString(REGION_BYTES), "--duration", "3600", "--stall-timeout", "600"));
             drive = new ProcessBuilder(argv).redirectErrorStream(true).redirectOutput(driveLog.toFile()).start();
             awaitLine(drive, driveLog, "drive blk: ["); // running: its first progress line is out
             backend.destroyForcibly();

@@ -414,7 +414,7 @@ class BlkConformanceTest {
                 assertEquals(BlkLayout.S_IOERR, rawWrite(d, 16, 4096), "write");
                 assertArrayEquals(original, readOk(d, 0, 16, 4096), "unchanged");
             }
-            PeerRuns.Outcome r = driveBlk(peer, "--rw", "randwrite", "--runtime", "1");
+            PeerRuns.Outcome r = driveBlk(peer, "--rw", "randwrite", "--duration", "1");
             assertEquals(DriveBlk.EXIT_IO_ERROR, r.exit(), r.output());
             assertTrue(r.output().contains("the device is read-only (VIRTIO_BLK_F_RO): --rw randwrite writes"), r.output());
             assertArrayEquals(original, imageBytes(image, 8192, 4096), "the image is unchanged");
@@ -447,7 +447,7 @@ class BlkConformanceTest {
         try (Peer peer = start(backend, 2, false)) {
             Path json = dir.resolve("result.json");
             PeerRuns.Outcome r = driveBlk(peer, "--rw", "randrw", "--bs", "4k", "--iodepth", "16", "--queues", "2",
-                    "--runtime", "2", "--verify", "--json", json.toString());
+                    "--duration", "2", "--verify", "--json", json.toString());
             assertEquals(0, r.exit(), r.output());
             String result = r.output().lines().filter(l -> l.startsWith("RESULT ")).findFirst().orElseThrow();
             assertTrue(result.contains(" io-errors=0 verify-errors=0 "), result);
@@ -492,7 +492,7 @@ class BlkConformanceTest {
     @EnumSource(Backend.class)
     void driveBlkNamesTheFlagTheBackEndCannotServe(Backend backend) throws Exception {
         try (Peer peer = start(backend, 1, false)) {
-            PeerRuns.Outcome r = driveBlk(peer, "--queues", "2", "--runtime", "1");
+            PeerRuns.Outcome r = driveBlk(peer, "--queues", "2", "--duration", "1");
             assertEquals(2, r.exit(), r.output());
             assertTrue(r.output().contains("--bs 4096, --queues 2: the back-end cannot take them: "), r.output());
         }
@@ -508,7 +508,7 @@ class BlkConformanceTest {
         try (Peer peer = start(backend, 1, false)) {
             List<String> argv = new ArrayList<>(List.of(PeerRuns.cli().split(" ")));
             argv.addAll(List.of("drive", "blk", "--socket", peer.socket().toString(), "--rw", "randread",
-                    "--runtime", "600", "--stall-timeout", "2"));
+                    "--duration", "600", "--stall-timeout", "2"));
             Path out = dir.resolve("drive.log");
             Process drive = new ProcessBuilder(argv).redirectErrorStream(true).redirectOutput(out.toFile()).start();
             try {

@@ -13,7 +13,7 @@ final class CliRun {
     /** Runs {@code args}; returns the exit code (as a string) and everything written to stderr. Stdout is dropped. */
     static String[] execute(String... args) {
         StringWriter err = new StringWriter();
-        CommandLine cl = new CommandLine(new Main());
+        CommandLine cl = Main.commandLine();
         cl.setErr(new PrintWriter(err, true));
         cl.setOut(new PrintWriter(new StringWriter(), true));
         int code = cl.execute(args);

@@ -3,22 +3,178 @@ package io.virtio4j.cli;
 import io.virtio4j.bench.BenchConfig;
 import io.virtio4j.core.layout.RingFormat;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static io.virtio4j.cli.CliRun.execute;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The command line reports the library's option errors by its own flags, and its help renders cleanly. */
+/**
+ * The command line reports the library's option errors by its own flags, every error in one line naming the value,
+ * its help renders cleanly and ends with an example that this build accepts, and the commands spell a shared idea
+ * the same way.
+ */
 class OptionErrorsAndHelpTest {
+    /** Each shared idea's flag and the commands that take it (the audit of issue 15; README "Command line"). */
+    private static final Map<String, List<String>> SHARED_FLAGS = new LinkedHashMap<>();
+
+    static {
+        SHARED_FLAGS.put("--queue-size", List.of("bench", "drive net", "drive blk"));
+        SHARED_FLAGS.put("--queues", List.of("serve net", "serve blk", "drive blk"));
+        SHARED_FLAGS.put("--ring", List.of("bench", "drive net", "drive blk"));
+        SHARED_FLAGS.put("--in-order", List.of("bench", "drive net"));
+        SHARED_FLAGS.put("--indirect", List.of("bench", "drive blk"));
+        SHARED_FLAGS.put("--event-idx", List.of("bench", "drive blk"));
+        SHARED_FLAGS.put("--inflight", List.of("bench", "drive blk"));
+        SHARED_FLAGS.put("--barriers", List.of("bench", "serve net"));
+        SHARED_FLAGS.put("--cached-avail", List.of("bench", "serve net"));
+        SHARED_FLAGS.put("--notify", List.of("bench", "serve net", "serve blk"));
+        SHARED_FLAGS.put("--hybrid-spin-ns", List.of("bench", "serve net", "serve blk"));
+        SHARED_FLAGS.put("--cpu", List.of("serve net", "serve blk"));
+        SHARED_FLAGS.put("--socket", List.of("serve net", "serve blk", "drive net", "drive blk"));
+        SHARED_FLAGS.put("--socket-path", List.of("serve net", "serve blk", "drive net", "drive blk"));
+        SHARED_FLAGS.put("--duration", List.of("drive net", "drive blk"));
+        SHARED_FLAGS.put("--iodepth", List.of("serve blk", "drive blk"));
+        SHARED_FLAGS.put("--weight", List.of("serve net", "serve blk"));
+        SHARED_FLAGS.put("--stats-period", List.of("serve net", "serve blk"));
+        SHARED_FLAGS.put("--connect-timeout", List.of("drive net", "drive blk"));
+        SHARED_FLAGS.put("--verify", List.of("bench", "drive blk"));
+        SHARED_FLAGS.put("--json", List.of("bench", "drive blk"));
+        SHARED_FLAGS.put("--bufs", List.of("bench", "experiments"));
+        SHARED_FLAGS.put("--runs", List.of("bench", "experiments"));
+        SHARED_FLAGS.put("--warmup", List.of("bench", "experiments"));
+    }
+
+    /** Spellings retired for the shared ones: no command takes them any more, visibly or not. */
+    private static final Map<String, List<String>> RETIRED_FLAGS = Map.of(
+            "--ring-size", List.of("bench"), // --queue-size
+            "--no-event-idx", List.of("bench"), // --event-idx off
+            "--mode", List.of("bench"), // --notify (serve net's and drive net's --mode say what they do with frames)
+            "--depth", List.of("serve blk")); // --iodepth
+
+    /** Every command of the tree, the root and picocli's help included. */
+    private static List<CommandLine> commands() {
+        List<CommandLine> all = new ArrayList<>();
+        List<CommandLine> todo = new ArrayList<>(List.of(Main.commandLine()));
+        while (!todo.isEmpty()) {
+            CommandLine c = todo.removeLast();
+            all.add(c);
+            todo.addAll(c.getSubcommands().values());
+        }
+        return all;
+    }
+
+    private static CommandLine command(String path) {
+        CommandLine c = Main.commandLine();
+        for (String name : path.split(" ")) {
+            c = c.getSubcommands().get(name);
+            assertNotNull(c, "no command " + path);
+        }
+        return c;
+    }
+
+    @Test
+    void sharedIdeasHaveOneFlagEverywhere() {
+        SHARED_FLAGS.forEach((flag, paths) -> {
+            for (String path : paths) {
+                assertNotNull(command(path).getCommandSpec().findOption(flag), "virtio4j " + path + " takes " + flag);
+            }
+        });
+        RETIRED_FLAGS.forEach((flag, paths) -> {
+            for (String path : paths) {
+                assertNull(command(path).getCommandSpec().findOption(flag), "virtio4j " + path + " still takes " + flag);
+            }
+        });
+    }
+
+    /** A switch of a feature or a policy takes on|off, always a value; an action is a bare flag. */
+    @Test
+    void everyOnOffOptionTakesExactlyOneValue() {
+        int onOff = 0;
+        for (CommandLine c : commands()) {
+            for (CommandLine.Model.OptionSpec o : c.getCommandSpec().options()) {
+                if ("on|off".equals(o.paramLabel())) {
+                    onOff++;
+                    assertEquals(CommandLine.Range.valueOf("1"), o.arity(),
+                            c.getCommandSpec().qualifiedName() + " " + o.longestName());
+                }
+            }
+        }
+        assertTrue(onOff >= 10, "the on|off options found: " + onOff);
+    }
+
+    @Test
+    void everyCommandsHelpEndsWithAnExampleThisBuildAccepts() {
+        List<CommandLine> all = commands();
+        assertTrue(all.size() >= 10, "commands found: " + all.size());
+        for (CommandLine c : all) {
+            String name = c.getCommandSpec().qualifiedName();
+            String usage = c.getUsageMessage(CommandLine.Help.Ansi.OFF);
+            List<String> lines = usage.lines().toList();
+            List<String> examples = lines.stream().filter(l -> l.startsWith("Example: ")).toList();
+            assertEquals(1, examples.size(), name + " --help shows one example line:\n" + usage);
+            int at = lines.indexOf(examples.getFirst());
+            assertTrue(at == lines.size() - 1 || lines.get(at + 1).isBlank(),
+                    name + "'s example is wrapped (keep it within the usage width):\n" + usage);
+            String example = examples.getFirst().substring("Example: ".length());
+            assertTrue((example + " ").startsWith(name + " "), name + "'s example runs it: " + example);
+            // a renamed option would fail here: the example is a command line this build parses
+            String[] args = example.substring("virtio4j ".length()).split(" ");
+            CommandLine.ParseResult parsed = Main.commandLine().parseArgs(args);
+            while (parsed.hasSubcommand()) {
+                parsed = parsed.subcommand();
+            }
+            assertTrue(parsed.unmatched().isEmpty() || name.endsWith(" jmh"), name + ": " + parsed.unmatched());
+        }
+    }
+
+    /**
+     * One line on stderr, exit status 2, naming the value, for every command: an unknown option (with picocli's
+     * suggestion), a value of the wrong type, a value out of range, a missing subcommand, a run that fails.
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "--no-such-flag|Unknown option: '--no-such-flag'",
+            "bench --no-such-flag|Unknown option: '--no-such-flag'",
+            "bench --ring-size 64|Unknown options: '--ring-size', '64'; did you mean --ring?",
+            "bench --queue-size x|'x'",
+            "bench --buf-size 0|--buf-size must be >= 1, got 0",
+            "bench --runs 0|--runs must be >= 1, got 0",
+            "bench --processes 3|--processes must be 1 or 2, got 3",
+            "bench --indirect maybe|'maybe'",
+            "experiments --no-such-flag|Unknown option: '--no-such-flag'",
+            "experiments --runs x|'x'",
+            "serve|Missing required subcommand: net, blk",
+            "serve net --no-such-flag|Unknown option: '--no-such-flag'",
+            "serve net --queues x|'x'",
+            "serve blk --socket-path /nonexistent/x.sock --null 1G --iodepth 0|--iodepth=0: must be in [1, 4096]",
+            "serve blk --depth 8|Unknown options: '--depth', '8'",
+            "drive|Missing required subcommand: net, blk",
+            "drive net --socket /nonexistent/x.sock --frame-size 20|--frame-size: 20",
+            "drive net --frame-size 64|Missing required option: '--socket-path=PATH'",
+            "drive blk --socket /nonexistent/x.sock --bs 1000|--bs: 1000",
+            "drive blk --socket /nonexistent/x.sock --connect-timeout 1|/nonexistent/x.sock",
+            "help no-such-command|no-such-command"})
+    void everyCommandReportsAnErrorInOneLineWithTheValue(String args, String expected) {
+        String[] r = execute(args.split(" "));
+        assertEquals("2", r[0], r[1]);
+        assertEquals(1, r[1].lines().count(), "one line:\n" + r[1]);
+        assertTrue(r[1].contains(expected), r[1]);
+    }
 
     @Test
     void aBenchOptionOutOfRangeIsReportedByItsFlag() {
@@ -29,16 +185,16 @@ class OptionErrorsAndHelpTest {
 
     @Test
     void everyOptionARuleNamesIsReportedByItsFlag() {
-        String[] r = execute("bench", "--indirect", "--chain", "1");
+        String[] r = execute("bench", "--indirect", "on", "--chain", "1");
         assertEquals("2", r[0]);
-        assertTrue(r[1].startsWith("--indirect needs --chain in [2, --ring-size], got 1 with a ring of 256"), r[1]);
+        assertTrue(r[1].startsWith("--indirect needs --chain in [2, --queue-size], got 1 with a ring of 256"), r[1]);
     }
 
     @Test
     void aCompareValueOutOfRangeIsReportedByItsFlag() {
-        String[] r = execute("bench", "--compare", "ring-size=3,8");
+        String[] r = execute("bench", "--compare", "queue-size=3,8");
         assertEquals("2", r[0]);
-        assertTrue(r[1].startsWith("--ring-size must be a power of two in [1, 32768], got 3"), r[1]);
+        assertTrue(r[1].startsWith("--queue-size must be a power of two in [1, 32768], got 3"), r[1]);
     }
 
     @Test
@@ -77,7 +233,7 @@ class OptionErrorsAndHelpTest {
         BenchConfig d = bench().config();
         assertEquals(RingFormat.SPLIT, d.ring());
         assertFalse(d.inOrder());
-        BenchConfig c = bench("--ring", "packed", "--in-order", "on", "--ring-size", "100").config();
+        BenchConfig c = bench("--ring", "packed", "--in-order", "on", "--queue-size", "100").config();
         assertEquals(RingFormat.PACKED, c.ring());
         assertTrue(c.inOrder());
         assertEquals(100, c.ringSize(), "a packed ring need not be a power of two");
@@ -89,9 +245,9 @@ class OptionErrorsAndHelpTest {
 
     @Test
     void aPackedRingSizeOutOfRangeNamesBothFlags() {
-        String[] r = execute("bench", "--ring", "packed", "--ring-size", "0");
+        String[] r = execute("bench", "--ring", "packed", "--queue-size", "0");
         assertEquals("2", r[0]);
-        assertEquals("--ring-size must be in [1, 32768] with --ring packed, got 0",
+        assertEquals("--queue-size must be in [1, 32768] with --ring packed, got 0",
                 r[1].lines().findFirst().orElseThrow(), r[1]);
     }
 
@@ -145,9 +301,9 @@ class OptionErrorsAndHelpTest {
     @Test
     void aCompareSideTheRingFormatRefusesIsReportedByItsFlags() {
         // a packed ring of 48 is fine; the split side of the comparison is not
-        String[] r = execute("bench", "--ring", "packed", "--ring-size", "48", "--compare", "ring=packed,split");
+        String[] r = execute("bench", "--ring", "packed", "--queue-size", "48", "--compare", "ring=packed,split");
         assertEquals("2", r[0]);
-        assertTrue(r[1].startsWith("--ring-size must be a power of two in [1, 32768], got 48"), r[1]);
+        assertTrue(r[1].startsWith("--queue-size must be a power of two in [1, 32768], got 48"), r[1]);
     }
 
     @Test

@@ -29,7 +29,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Throughput of one ring (split or packed) with the driver and the device in two threads that busy-poll (never
- * sleep), as {@code virtio4j bench --mode poll} does: cache-line transfers between the CPUs included, so the figure moves
+ * sleep), as {@code virtio4j bench --notify poll} does: cache-line transfers between the CPUs included, so the figure moves
  * 3-5x with the VM's near/far CPU placement (see docs/measuring.md). Needs two free CPUs.
  *
  * <p>Read the secondary result {@code reaped} (buffers returned to the driver per microsecond), not the primary

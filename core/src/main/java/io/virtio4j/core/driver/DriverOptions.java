@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
 /**
  * Negotiated features and run-time policies of one driver-side queue.
  *
- * @param ordering             barrier strength (forced to STRONG by VIRTIO_F_ORDER_PLATFORM, see {@link #fromFeatures})
+ * @param ordering             barrier strength (STRONG when VIRTIO_F_ORDER_PLATFORM is negotiated)
  * @param eventIdx             VIRTIO_F_EVENT_IDX negotiated: suppression through used_event/avail_event
  * @param indirectTables       memory for indirect tables (one per head descriptor), or null when
  *                             VIRTIO_F_INDIRECT_DESC is not negotiated or not wanted
