@@ -20,6 +20,7 @@ import java.util.concurrent.Callable;
  * carry no second copy of the statistics.
  */
 @Command(name = "paired", mixinStandardHelpOptions = true, sortOptions = false,
+        footer = {"", "Example: virtio4j paired --a 10.1,9.8,10.3 --b 11.0,10.7,11.2"},
         description = {"Paired A/B statistics of one figure measured elsewhere, one A and one B value per pair (e.g. by "
                 + "peers/ab-builds.sh): medians and min/max of each side, and B/A as bench --compare computes it "
                 + "(geometric mean of the per-pair ratios, 95%% t interval over their logs).",
