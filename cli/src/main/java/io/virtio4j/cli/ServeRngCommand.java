@@ -20,8 +20,8 @@ import java.util.concurrent.Callable;
 
 /** {@code virtio4j serve rng}: a virtio-rng vhost-user back-end. */
 @Command(name = "rng", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"A virtio-rng vhost-user back-end. Peers: QEMU (-chardev socket + vhost-user-rng-pci).",
-                "Example: virtio4j serve rng --socket-path /tmp/rng.sock"})
+        description = "A virtio-rng vhost-user back-end. Peers: QEMU (-chardev socket + vhost-user-rng-pci).",
+        footer = {"", "Example: virtio4j serve rng --socket-path /tmp/rng.sock --seed 42"})
 final class ServeRngCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
