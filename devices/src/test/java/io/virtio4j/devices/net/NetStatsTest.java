@@ -1,5 +1,7 @@
 package io.virtio4j.devices.net;
 
+import io.virtio4j.devices.metrics.PrometheusText;
+import io.virtio4j.testkit.PrometheusExposition;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -59,5 +61,28 @@ class NetStatsTest {
         assertEquals(2, sum.packets(NetStats.RX));
         assertEquals(2, sum.sizeBinCount(NetStats.RX, 1));
         assertEquals(6, sum.multicast(NetStats.TX));
+    }
+
+    /** Each pair's counters land in its own queues' series: queue 2p is rx, 2p + 1 tx; the thread's under its pair. */
+    @Test
+    void collectLabelsEachCounterWithItsVirtqueueAndDirection() {
+        NetStats[] pairs = {new NetStats(), new NetStats()};
+        pairs[1].add(NetStats.TX, NetStats.PACKETS, 7);
+        pairs[1].add(NetStats.RX, NetStats.SIZE + 7, 3);
+        pairs[0].add(NetStats.RX, NetStats.SUPPRESSED, 2);
+        pairs[1].addPair(NetStats.WAKEUPS, 5);
+        PrometheusText out = new PrometheusText();
+        NetStats.collect(out, "net0", pairs);
+        PrometheusExposition e = PrometheusExposition.parse(out.text());
+        for (int q = 0; q < 4; q++) {
+            String direction = q % 2 == 0 ? "rx" : "tx";
+            String[] labels = {"device", "net0", "queue", Integer.toString(q), "direction", direction};
+            assertEquals(q == 3 ? 7 : 0, e.value("virtio4j_good_packets_total", labels), "queue " + q);
+            assertEquals(q == 2 ? 3 : 0, e.value("virtio4j_size_1519_max_packets_total", labels), "queue " + q);
+            assertEquals(q == 0 ? 2 : 0, e.value("virtio4j_guest_notifications_suppressed_total", labels), "queue " + q);
+        }
+        assertEquals(5, e.value("virtio4j_wakeups_total", "device", "net0", "pair", "1"));
+        assertEquals(0, e.value("virtio4j_wakeups_total", "device", "net0", "pair", "0"));
+        assertEquals(4, e.families().get("virtio4j_good_bytes_total").samples().size());
     }
 }
