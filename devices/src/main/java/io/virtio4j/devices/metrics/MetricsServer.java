@@ -266,14 +266,16 @@ public final class MetricsServer implements AutoCloseable {
         String line = request.substring(0, eol).strip();
         String[] parts = line.split(" ", -1);
         if (parts.length != 3 || parts[1].isEmpty()) {
-            return response(400, "Bad Request", "request line is not METHOD TARGET VERSION\n", false);
+            return response(400, "Bad Request", "request line \"" + shown(line) + "\" is not METHOD TARGET VERSION\n",
+                    false);
         }
         if (!parts[2].equals("HTTP/1.1") && !parts[2].equals("HTTP/1.0")) {
-            return response(505, "HTTP Version Not Supported", "HTTP/1.1 or HTTP/1.0 only\n", false);
+            return response(505, "HTTP Version Not Supported", "version " + shown(parts[2])
+                    + ": HTTP/1.1 or HTTP/1.0 only\n", false);
         }
         boolean head = parts[0].equals("HEAD");
         if (!head && !parts[0].equals("GET")) {
-            return response(405, "Method Not Allowed", "GET or HEAD only\n", false);
+            return response(405, "Method Not Allowed", "method " + shown(parts[0]) + ": GET or HEAD only\n", false);
         }
         String path = parts[1];
         int query = path.indexOf('?');
@@ -281,7 +283,7 @@ public final class MetricsServer implements AutoCloseable {
             path = path.substring(0, query);
         }
         if (!path.equals("/metrics")) {
-            return response(404, "Not Found", "the metrics are at /metrics\n", head);
+            return response(404, "Not Found", "path " + shown(path) + ": the metrics are at /metrics\n", head);
         }
         String body;
         try {
@@ -291,6 +293,16 @@ public final class MetricsServer implements AutoCloseable {
             return response(500, "Internal Server Error", e + "\n", head);
         }
         return response(200, "OK", PrometheusText.CONTENT_TYPE, body, head);
+    }
+
+    /** What the client sent, for an answer that names it: at most 100 characters, printable ASCII, others as '?'. */
+    private static String shown(String sent) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < Math.min(sent.length(), 100); i++) {
+            char c = sent.charAt(i);
+            b.append(c >= 0x20 && c < 0x7f ? c : '?');
+        }
+        return sent.length() > 100 ? b.append("...").toString() : b.toString();
     }
 
     private static ByteBuffer response(int status, String reason, String body, boolean head) {

@@ -127,18 +127,19 @@ class MetricsServerTest {
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-            "GET / HTTP/1.1|HTTP/1.1 404 Not Found",
-            "GET /metricsx HTTP/1.1|HTTP/1.1 404 Not Found",
-            "POST /metrics HTTP/1.1|HTTP/1.1 405 Method Not Allowed",
-            "GET /metrics HTTP/2.0|HTTP/1.1 505 HTTP Version Not Supported",
-            "GET /metrics|HTTP/1.1 400 Bad Request",
-            "GARBAGE|HTTP/1.1 400 Bad Request"})
-    void anythingButAGetOfMetricsIsAnsweredWithItsStatusAndTheEndpointGoesOn(String line, String status)
-            throws IOException {
+            "GET / HTTP/1.1|HTTP/1.1 404 Not Found|path /: the metrics are at /metrics",
+            "GET /metricsx HTTP/1.1|HTTP/1.1 404 Not Found|path /metricsx: ",
+            "POST /metrics HTTP/1.1|HTTP/1.1 405 Method Not Allowed|method POST: GET or HEAD only",
+            "GET /metrics HTTP/2.0|HTTP/1.1 505 HTTP Version Not Supported|version HTTP/2.0: ",
+            "GET /metrics|HTTP/1.1 400 Bad Request|request line \"GET /metrics\" is not METHOD TARGET VERSION",
+            "GARBAGE\u00e9|HTTP/1.1 400 Bad Request|request line \"GARBAGE?\" is not"})
+    void anythingButAGetOfMetricsIsAnsweredWithItsStatusAndTheEndpointGoesOn(String line, String status,
+                                                                             String says) throws IOException {
         Path sock = dir.resolve("m.sock");
         try (MetricsServer m = MetricsServer.start(MetricsServer.parse("unix:" + sock), this::exposition)) {
             String r = exchange(m.address(), line + "\r\n\r\n");
             assertTrue(r.startsWith(status + "\r\n"), r);
+            assertTrue(r.contains("\r\n\r\n" + says), r);
             assertEquals(1, PrometheusExposition.parse(scrape(m.address())).value("virtio4j_scrapes_total"));
         }
     }
