@@ -74,22 +74,13 @@ fi
 # the CLI jar is built once here, not inside the first timed run
 "$ROOT/virtio4j" --version >/dev/null
 
-busy() {   # % of all CPUs busy over one second
-  local a b
-  a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
-  sleep 1
-  b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
-  awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); u = y[1] - x[1]; i = y[2] - x[2];
-    printf "%.0f", ((u + i) > 0 ? 100 * u / (u + i) : 0) }'
-}
-
 run_one() {   # run_one LABEL TEMPLATE REP
   local label=$1 tmpl=$2 rep=$3 sock cmd res b bt0 bc0 bc1 bcpu rc=0 dir=read
   sock="$work/blk-$label-$rep.sock"
   cmd=${tmpl//\{size\}/$size}
   cmd=${cmd//\{queues\}/$queues}
   cmd=${cmd//\{img\}/$img}
-  b=$(busy)
+  b=$(peers_busy_pct)
   peers_backend_start "$cmd" "$sock" "$backend_cpu" "$work/backend-$label-$rep"
   bt0=$(peers_now)
   bc0=$(peers_tree_cputicks "$BACKEND_PID")

@@ -69,34 +69,13 @@ work=$(mktemp -d /tmp/v4j-bench.XXXXXX)
 peers_on_exit_rm "$work"
 emit() { echo "$*"; [ -z "$out" ] || echo "$*" >>"$out"; }
 
-# the ping-pong probe, built once into the cache (skipped without gcc)
-probe_bin="$PEERS_CACHE/bin/pingpong"
-if [ ! -x "$probe_bin" ] || [ "$PEERS_DIR/pingpong.c" -nt "$probe_bin" ]; then
-  if command -v gcc >/dev/null; then
-    mkdir -p "$PEERS_CACHE/bin"
-    gcc -O2 -pthread -o "$probe_bin.tmp" "$PEERS_DIR/pingpong.c" && mv "$probe_bin.tmp" "$probe_bin"
-  fi
-fi
-probe() { if [ -x "$probe_bin" ]; then "$probe_bin" "$backend_cpu" "$driver_cpu" 100000; else echo na; fi; }
-
-# % of both CPUs busy over one second (nothing of ours runs then)
-busy() {
-  local a b
-  a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
-  sleep 1
-  b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
-  awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); u = y[1] - x[1]; i = y[2] - x[2];
-    printf "%.0f", ((u + i) > 0 ? 100 * u / (u + i) : 0) }'
-}
+peers_probe_build
+probe() { peers_probe "$backend_cpu" "$driver_cpu"; }
 
 run_one() {   # run_one LABEL TEMPLATE SIZE REP
   local label=$1 tmpl=$2 size=$3 rep=$4 sock res bres pps tx brx exact b p0 p1 bt0 bc0 bc1 bcpu rc=0
   sock="$work/vhost-$label-$size-$rep.sock"
-  b=$(busy)
-  if [ -n "$idle_pct" ] && [ "$b" -gt "$idle_pct" ]; then
-    local deadline=$(($(date +%s) + idle_timeout))
-    while [ "$b" -gt "$idle_pct" ] && [ "$(date +%s)" -lt "$deadline" ]; do b=$(busy); done
-  fi
+  b=$(peers_busy_wait "$idle_pct" "$idle_timeout")
   p0=$(probe)
   peers_backend_start "$tmpl" "$sock" "$backend_cpu" "$work/backend-$label-$size-$rep"
   bt0=$(peers_now)

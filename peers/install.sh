@@ -10,9 +10,10 @@
 #                   (/proc/sys/vm/nr_hugepages; never lowers it) and hugetlbfs is mounted on /dev/hugepages.
 #   kernel          fetch the guest kernel once: `apt-get download` the versioned
 #                   linux-image-<ver>-cloud-amd64 that linux-image-cloud-amd64 depends on (or
-#                   $PEERS_KERNEL_PKG), unpack vmlinuz and the virtio/pktgen modules and build the busybox
+#                   $PEERS_KERNEL_PKG), unpack vmlinuz and the virtio/pktgen/rng modules and build the busybox
 #                   base tree, all under $PEERS_CACHE (default /var/cache/virtio4j-peers). A later run finds
-#                   the cache and downloads nothing. Prints the kernel directory.
+#                   the cache and downloads nothing; it unpacks the cached package again when the module list
+#                   below changed (the tree records the list it holds). Prints the kernel directory.
 #   initramfs INIT OUT   write a newc cpio to OUT: the cached base tree (busybox, /lib/modules/*.ko) plus
 #                   INIT as /init (a busybox sh script written by the test).
 #   all             packages, hugepages, kernel (the default).
@@ -24,7 +25,7 @@ set -euo pipefail
 PACKAGES=(dpdk-dev qemu-system-x86 qemu-system-common busybox-static)
 # load order matters: the cloud kernel ships no modules.dep, insmod has no dependency resolution
 GUEST_MODULES=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci failover
-  net_failover virtio_net virtio_blk pktgen)
+  net_failover virtio_net virtio_blk virtio_rng pktgen)
 
 need_root() { [ "$(id -u)" = 0 ] || peers_die "must run as root"; }
 
@@ -88,13 +89,23 @@ kernel_pkg() {
   echo "$p"
 }
 
+# Whether the unpacked tree $1 is complete and holds exactly the modules of GUEST_MODULES.
+kernel_tree_current() {
+  [ -e "$1/.complete" ] && [ "$(cat "$1/base/lib/modules/order" 2>/dev/null)" = "$(printf '%s\n' "${GUEST_MODULES[@]}")" ]
+}
+
 do_kernel() {
   need_root
   [ -x /bin/busybox ] || peers_die "/bin/busybox missing: peers/install.sh packages"
-  local pkg dir deb tmp m f ver
+  local pkg dir deb tmp m f ver lock
   pkg=$(kernel_pkg)
   dir="$PEERS_CACHE/kernel/$pkg"
-  if [ -e "$dir/.complete" ]; then
+  mkdir -p "$PEERS_CACHE/kernel"
+  # One unpacker at a time (guest tests may run side by side and each find the tree stale); the lock is released when
+  # this shell exits.
+  exec {lock}>"$PEERS_CACHE/kernel/.lock"
+  flock "$lock"
+  if kernel_tree_current "$dir"; then
     ln -sfn "$pkg" "$PEERS_CACHE/kernel/current"
     peers_log "kernel cached: $dir"
     echo "$dir"
@@ -120,7 +131,8 @@ do_kernel() {
   cp "$tmp"/x/boot/config-* "$dir.new/config" 2>/dev/null || true
   ver=$(basename "$(find "$tmp/x/lib/modules" -mindepth 1 -maxdepth 1 -type d | head -n 1)")
   for m in "${GUEST_MODULES[@]}"; do
-    f=$(find "$tmp/x/lib/modules/$ver" -name "$m.ko*" | head -n 1)
+    # a module's file may spell its name with dashes (virtio_rng is virtio-rng.ko)
+    f=$(find "$tmp/x/lib/modules/$ver" \( -name "$m.ko*" -o -name "${m//_/-}.ko*" \) | head -n 1)
     [ -n "$f" ] || peers_die "module $m not in $pkg"
     case $f in
       *.ko) cp "$f" "$dir.new/base/lib/modules/$m.ko" ;;
@@ -136,9 +148,12 @@ do_kernel() {
   # the kernel opens /dev/console before running /init: it must be in the archive
   mknod -m 600 "$dir.new/base/dev/console" c 5 1
   mknod -m 666 "$dir.new/base/dev/null" c 1 3
-  rm -rf "$dir"
+  touch "$dir.new/.complete"
+  # swapped by two renames, so that a guest script copying the tree meanwhile sees it whole for all but an instant
+  rm -rf "$dir.old"
+  [ -e "$dir" ] && mv "$dir" "$dir.old"
   mv "$dir.new" "$dir"
-  touch "$dir/.complete"
+  rm -rf "$dir.old"
   ln -sfn "$pkg" "$PEERS_CACHE/kernel/current"
   peers_log "kernel $pkg ($ver) unpacked to $dir"
   echo "$dir"
@@ -149,7 +164,7 @@ do_initramfs() {
   local init=$1 out=$2 kdir stage
   [ -f "$init" ] || peers_die "no init script $init"
   kdir="$PEERS_CACHE/kernel/current"
-  [ -e "$kdir/.complete" ] || kdir=$(do_kernel)
+  kernel_tree_current "$kdir" || kdir=$(do_kernel)
   stage=$(mktemp -d /tmp/v4j-initramfs.XXXXXX)
   peers_on_exit_rm "$stage"
   cp -a "$kdir/base/." "$stage/"

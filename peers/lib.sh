@@ -106,6 +106,43 @@ peers_tree_cputicks() {   # a process and all its descendants (they may have the
 }
 peers_clk_tck() { getconf CLK_TCK; }
 
+# ------------------------------------------------------------------------------ measuring: probe and load
+# The cache-line ping-pong probe (pingpong.c: median round trip in ns between two CPUs; ~165 "near" / ~680 "far" on
+# this kind of VM, see shared/docs/measuring.md), built once into the cache with gcc; without gcc it reads "na".
+PEERS_PROBE_BIN="$PEERS_CACHE/bin/pingpong"
+peers_probe_build() {
+  if [ ! -x "$PEERS_PROBE_BIN" ] || [ "$PEERS_DIR/pingpong.c" -nt "$PEERS_PROBE_BIN" ]; then
+    if command -v gcc >/dev/null; then
+      mkdir -p "$PEERS_CACHE/bin"
+      # a name of our own, then a rename: another script may build it at the same moment
+      gcc -O2 -pthread -o "$PEERS_PROBE_BIN.$$" "$PEERS_DIR/pingpong.c" && mv "$PEERS_PROBE_BIN.$$" "$PEERS_PROBE_BIN"
+    fi
+  fi
+}
+peers_probe() { if [ -x "$PEERS_PROBE_BIN" ]; then "$PEERS_PROBE_BIN" "$1" "$2" 100000; else echo na; fi; }   # CPU_A CPU_B
+
+# % of both CPUs busy over one second (call it while nothing of ours runs: it measures the other load).
+peers_busy_pct() {
+  local a b
+  a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+  sleep 1
+  b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+  awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); u = y[1] - x[1]; i = y[2] - x[2];
+    printf "%.0f", ((u + i) > 0 ? 100 * u / (u + i) : 0) }'
+}
+
+# peers_busy_wait [PCT [TIMEOUT]]: echoes peers_busy_pct; with PCT, samples again while the machine is more than PCT %
+# busy, for up to TIMEOUT seconds (default 120; then it gives up and echoes the last sample).
+peers_busy_wait() {
+  local pct=${1:-} timeout=${2:-120} b deadline
+  b=$(peers_busy_pct)
+  if [ -n "$pct" ] && [ "$b" -gt "$pct" ]; then
+    deadline=$(($(date +%s) + timeout))
+    while [ "$b" -gt "$pct" ] && [ "$(date +%s)" -lt "$deadline" ]; do b=$(peers_busy_pct); done
+  fi
+  echo "$b"
+}
+
 # Seconds (float) since the epoch, for timing.
 peers_now() { date +%s.%N; }
 peers_elapsed() { awk -v a="$1" -v b="$(peers_now)" 'BEGIN { printf "%.2f", b - a }'; }
@@ -316,6 +353,21 @@ exec </dev/console >/dev/console 2>&1
 say() { echo "V4J: $*"; }
 die() { say "FAIL $*"; poweroff -f; }
 EOF
+}
+
+# ------------------------------------------------------------------------------------- QEMU guest
+# peers_qemu_guest MEM_MB SMP INITRAMFS CONSOLE [CMDLINE...]: sets PEERS_QEMU to the QEMU command line a guest script
+# starts from: TCG, the guest's RAM in a shared memfd (vhost-user back-ends map it), the cached kernel with
+# INITRAMFS, the serial console into the file CONSOLE, no default devices, no reboot; CMDLINE is added to the
+# kernel's command line. The caller appends its -chardev and -device options.
+peers_qemu_guest() {
+  local mem=$1 smp=$2 initrd=$3 console=$4
+  shift 4
+  PEERS_QEMU=(qemu-system-x86_64 -machine pc,accel=tcg -smp "$smp" -m "${mem}M"
+    -object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -numa node,memdev=mem
+    -kernel "$PEERS_CACHE/kernel/current/vmlinuz" -initrd "$initrd"
+    -append "console=ttyS0 ipv6.disable=1 panic=-1 mitigations=off quiet loglevel=1${*:+ $*}"
+    -nodefaults -no-user-config -display none -monitor none -serial "file:$console" -no-reboot)
 }
 
 # ------------------------------------------------------------------------------------ backend command

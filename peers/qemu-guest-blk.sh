@@ -200,12 +200,8 @@ device="vhost-user-blk-pci,chardev=c1,num-queues=$queues"
 # assignment fails with its last command substitution, and a test that is false would end the script.
 reconnect=""
 if [ "$kills" -gt 0 ]; then reconnect=",reconnect=1"; fi
-qemu=(qemu-system-x86_64 -machine pc,accel=tcg -smp "$smp" -m 256M
-  -object memory-backend-memfd,id=mem,size=256M,share=on -numa node,memdev=mem
-  -kernel "$kdir/vmlinuz" -initrd "$work/initramfs.cpio"
-  -append "console=ttyS0 ipv6.disable=1 panic=-1 mitigations=off quiet loglevel=1"
-  -nodefaults -no-user-config -display none -monitor none -serial "file:$console" -no-reboot
-  -chardev "socket,id=c1,path=$sock$reconnect" -device "$device")
+peers_qemu_guest 256 "$smp" "$work/initramfs.cpio" "$console"
+qemu=("${PEERS_QEMU[@]}" -chardev "socket,id=c1,path=$sock$reconnect" -device "$device")
 [ -n "$cpu" ] && qemu=(taskset -c "$cpu" "${qemu[@]}")
 PEERS_LOG=$work/qemu.log peers_spawn "${qemu[@]}"
 qpid=$PEERS_LAST_PID

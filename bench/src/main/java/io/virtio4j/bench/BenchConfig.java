@@ -36,12 +36,15 @@ import java.util.Map;
  * @param inflight         the device queue records every buffer it holds in an inflight region (vhost-user's
  *                         INFLIGHT_SHMFD tracking: {@code DeviceQueue.restart(state, region)} over a fresh region of
  *                         {@code InflightLayout.queueRegionBytes}), as a back-end with an inflight area does
+ * @param dirtyLog         the device queue logs its used-ring writes, and the device the data it writes, in a dirty-page
+ *                         bitmap ({@code core.memory.DirtyLog}) sized for the run's guest memory, as a vhost-user
+ *                         back-end does while a migration runs (VHOST_F_LOG_ALL)
  */
 public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, int bufSize, int chain,
                           boolean indirect, boolean eventIdx, boolean inOrder, boolean delayedInterrupt,
                           Ordering barriers, AvailPublication availPublish, boolean cachedAvail, NotificationMode mode,
                           boolean toggleNotify, long hybridSpinNanos, boolean verify, int driverCpu, int deviceCpu,
-                          boolean inflight) {
+                          boolean inflight, boolean dirtyLog) {
 
     public BenchConfig {
         if (bufs < 1) {
@@ -79,7 +82,8 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
 
     public static BenchConfig defaults() {
         return new BenchConfig(2_000_000, 256, RingFormat.SPLIT, 64, 64, 1, false, true, false, false,
-                Ordering.WEAK, AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1, false);
+                Ordering.WEAK, AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1, false,
+                false);
     }
 
     /**
@@ -129,6 +133,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
         m.put("driver-cpu", Integer.toString(driverCpu));
         m.put("device-cpu", Integer.toString(deviceCpu));
         m.put("inflight", inflight ? "on" : "off");
+        m.put("dirty-log", dirtyLog ? "on" : "off");
         return m;
     }
 
@@ -153,7 +158,8 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 bool(m, "verify"),
                 Integer.parseInt(m.get("driver-cpu")),
                 Integer.parseInt(m.get("device-cpu")),
-                bool(m, "inflight"));
+                bool(m, "inflight"),
+                bool(m, "dirty-log"));
     }
 
     private static boolean bool(Map<String, String> m, String k) {
@@ -185,6 +191,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 + ", event-idx " + (eventIdx ? "on" : "off")
                 + ", in-order " + (inOrder ? "on" : "off")
                 + ", inflight " + (inflight ? "on" : "off")
+                + ", dirty-log " + (dirtyLog ? "on" : "off")
                 + (delayedInterrupt ? ", delayed-interrupt" : "")
                 + (toggleNotify ? ", toggle-notify" : "")
                 + (verify ? ", verify" : "");

@@ -16,6 +16,9 @@ public final class BenchReport {
         out.printf(Locale.ROOT, "%n Ring benchmark stats for '%s' (%d runs, %,d buffers each):%n%n",
                 cfg.describe(), runs.size(), cfg.bufs());
         for (Metric m : Metric.values()) {
+            if (!m.shownFor(cfg)) {
+                continue;
+            }
             Summary s = m.summarize(runs);
             out.printf(Locale.ROOT, "  %22s  %-24s ( +- %5.2f%% )   median %s  [%s .. %s]%n",
                     m.format(s.mean()), m.label(), s.relativeStdErrorPercent(),
@@ -63,7 +66,7 @@ public final class BenchReport {
     private static final Metric[] COMPARED = {Metric.BUFFERS_PER_S, Metric.NS_PER_BUFFER, Metric.DRIVER_CPU_MS,
         Metric.DEVICE_CPU_MS, Metric.KICKS_PER_BUFFER, Metric.NOTIFICATIONS_PER_BUFFER,
         Metric.AVAIL_IDX_READS_PER_BUFFER, Metric.AVAIL_IDX_WRITES_PER_BUFFER, Metric.USED_IDX_READS_PER_BUFFER,
-        Metric.SPURIOUS_WAKEUPS, Metric.ALLOCATED_BYTES_PER_BUFFER, Metric.PROBE_NS};
+        Metric.SPURIOUS_WAKEUPS, Metric.ALLOCATED_BYTES_PER_BUFFER, Metric.PROBE_NS, Metric.DIRTY_PAGES};
 
     public static void printComparison(PrintStream out, String key, Interleaved.Pairs p) {
         String a = key + "=" + p.a().toMap().get(key);
@@ -72,6 +75,9 @@ public final class BenchReport {
                 p.aRuns().size(), p.a().bufs(), p.a().describe(), a, b);
         out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %s%n", "figure", "A median", "B median", "B/A", "95% CI of B/A");
         for (Metric m : COMPARED) {
+            if (!m.shownFor(p.a()) && !m.shownFor(p.b())) {
+                continue;
+            }
             Summary sa = m.summarize(p.aRuns());
             Summary sb = m.summarize(p.bRuns());
             PairedRatio r = p.ratio(m);

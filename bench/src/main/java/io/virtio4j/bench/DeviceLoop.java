@@ -2,6 +2,9 @@ package io.virtio4j.bench;
 
 import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.DeviceQueue;
+import io.virtio4j.core.error.DirtyLogOverflowException;
+import io.virtio4j.core.memory.DirtyLog;
+import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.Notifier;
 import io.virtio4j.core.notify.IdleWait;
 
@@ -12,7 +15,9 @@ import java.lang.management.ManagementFactory;
 
 /**
  * The device side of a benchmark run: pops, pushes used, publishes every {@code batch} buffers or when the
- * ring runs dry, and waits only when the ring is empty, until the driver sets the stop word.
+ * ring runs dry, and waits only when the ring is empty, until the driver sets the stop word. With a dirty log it
+ * marks the bytes it writes into a buffer ({@code --verify}) before pushing it, as a vhost-user device does while a
+ * migration runs (the queue marks its own ring writes).
  */
 final class DeviceLoop {
 
@@ -25,6 +30,9 @@ final class DeviceLoop {
     private final MemorySegment mem;
     private final DeviceQueue device;
     private final Notifier kick;
+    /** The log the device marks its buffer writes in, or null. */
+    private final DirtyLog log;
+    private final GuestMemory memory;
 
     DeviceLoop(BenchLayout layout, MemorySegment mem, DeviceQueue device, Notifier kick) {
         this.cfg = layout.cfg();
@@ -32,6 +40,8 @@ final class DeviceLoop {
         this.mem = mem;
         this.device = device;
         this.kick = kick;
+        this.log = layout.dirtyLog(mem);
+        this.memory = layout.guestMemory(mem);
     }
 
     Result run() throws InterruptedException {
@@ -61,6 +71,9 @@ final class DeviceLoop {
                     c.gather(0, scratch, 0, 8);
                     scratch.set(ValueLayout.JAVA_LONG, 0, scratch.get(ValueLayout.JAVA_LONG, 0) + 1);
                     written = c.writableCount() > 0 ? c.scatter(0, scratch, 0, 8) : 0;
+                    if (log != null) {
+                        logged(c, written);
+                    }
                 }
                 device.pushUsed(c.head(), written);
                 if (++pending >= batch) {
@@ -93,5 +106,19 @@ final class DeviceLoop {
         }
         return new Result(tmx.getCurrentThreadCpuTime() - cpu0, tmx.getCurrentThreadAllocatedBytes() - alloc0,
                 spurious, pinError);
+    }
+
+    /**
+     * Marks the {@code n} bytes just written into {@code c} in the dirty log, after the write and before the push. A
+     * log without a bit for them breaks the queue, as in a vhost-user device (the layout sizes the log for all of
+     * the run's memory, so here it would be the layout's bug).
+     */
+    private void logged(DescriptorChain c, long n) {
+        try {
+            c.markWritten(log, memory, n);
+        } catch (DirtyLogOverflowException e) {
+            device.fail(e);
+            throw e;
+        }
     }
 }

@@ -30,7 +30,13 @@ public enum Metric {
     ALLOCATED_BYTES_PER_BUFFER("allocated_bytes_per_buffer", "allocated bytes/buffer", "%.4f",
             r -> r.perBuffer(r.allocatedBytes())),
     PROBE_NS("probe_ns", "ping-pong ns (before)", "%,.0f", RunResult::probeBeforeNanos),
-    PROBE_AFTER_NS("probe_after_ns", "ping-pong ns (after)", "%,.0f", RunResult::probeAfterNanos);
+    PROBE_AFTER_NS("probe_after_ns", "ping-pong ns (after)", "%,.0f", RunResult::probeAfterNanos),
+    DIRTY_PAGES("dirty_pages", "dirty-log pages marked", "%,.0f", r -> r.dirtyPages());
+
+    /** Whether runs of {@code cfg} have this figure to show (the dirty log's pages only with one). */
+    boolean shownFor(BenchConfig cfg) {
+        return this != DIRTY_PAGES || cfg.dirtyLog();
+    }
 
     private final String key;
     private final String label;

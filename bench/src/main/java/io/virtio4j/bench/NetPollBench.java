@@ -203,7 +203,7 @@ public final class NetPollBench implements AutoCloseable {
             return new RunResult(frames, s1.nanos - s0.nanos, s1.guestCpu - s0.guestCpu, s1.workerCpu - s0.workerCpu,
                     guest.queue(NetDriver.rxRing(0)).counters(), dev, guestSpurious[0],
                     d.spuriousWakeups() - b.spuriousWakeups(),
-                    s1.gc - s0.gc, s1.workerAlloc - s0.workerAlloc, "not pinned", Double.NaN, Double.NaN);
+                    s1.gc - s0.gc, s1.workerAlloc - s0.workerAlloc, "not pinned", Double.NaN, Double.NaN, 0);
         } finally {
             c.backend().awaitEnd();
         }

@@ -18,11 +18,12 @@ import io.virtio4j.core.stats.QueueCounters;
  * @param pinning        "pinned" or why pinning was not possible
  * @param probeBeforeNanos cache-line ping-pong round trip between the two CPUs just before the run
  * @param probeAfterNanos  the same just after the run
+ * @param dirtyPages     pages marked in the run's dirty log ({@code --dirty-log on}) when it ended; 0 without one
  */
 public record RunResult(long buffers, long elapsedNanos, long driverCpuNanos, long deviceCpuNanos,
                         QueueCounters driver, QueueCounters device, long driverSpurious, long deviceSpurious,
                         long gcCount, long allocatedBytes, String pinning,
-                        double probeBeforeNanos, double probeAfterNanos) {
+                        double probeBeforeNanos, double probeAfterNanos, long dirtyPages) {
 
     public double buffersPerSecond() {
         return buffers * 1e9 / elapsedNanos;
@@ -34,7 +35,7 @@ public record RunResult(long buffers, long elapsedNanos, long driverCpuNanos, lo
 
     public RunResult withProbes(double before, double after) {
         return new RunResult(buffers, elapsedNanos, driverCpuNanos, deviceCpuNanos, driver, device, driverSpurious,
-                deviceSpurious, gcCount, allocatedBytes, pinning, before, after);
+                deviceSpurious, gcCount, allocatedBytes, pinning, before, after, dirtyPages);
     }
 
     public double perBuffer(long count) {

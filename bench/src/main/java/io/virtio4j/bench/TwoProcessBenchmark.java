@@ -76,6 +76,7 @@ public final class TwoProcessBenchmark implements AutoCloseable {
         DriverLoop.Result d;
         Map<String, String> dev;
         DriverQueue driver;
+        long dirtyPages;
         try (Arena arena = Arena.ofShared();
              FileDescriptor memfd = Memfd.create("virtio4j-bench", layout.totalBytes());
              EventFdNotifier kick = new EventFdNotifier();
@@ -93,13 +94,14 @@ public final class TwoProcessBenchmark implements AutoCloseable {
             if (dev == null) {
                 throw new BenchmarkFailedException("device process went away during the run", null);
             }
+            dirtyPages = layout.dirtyPages(mem); // the device process marked the log in the shared memfd
         }
         double after = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
         String devPin = "ok".equals(dev.get("pin")) ? null : dev.get("pin").replace('_', ' ');
         return new RunResult(d.completed(), d.elapsedNanos(), d.cpuNanos(), Long.parseLong(dev.get("cpu")),
                 driver.counters(), DeviceProcess.counters(dev), d.spurious(), Long.parseLong(dev.get("spurious")),
                 RingBenchmark.gcCount() - gcBefore, d.allocatedBytes() + Long.parseLong(dev.get("alloc")),
-                Pinning.describe(cfg, d.pinError(), devPin), before, after);
+                Pinning.describe(cfg, d.pinError(), devPin), before, after, dirtyPages);
     }
 
     @Override

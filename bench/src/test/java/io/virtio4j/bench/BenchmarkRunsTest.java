@@ -6,6 +6,7 @@ import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.layout.InflightLayout;
 import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.notify.ParkingNotifier;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -18,12 +19,14 @@ import java.lang.foreign.ValueLayout;
 import java.util.Locale;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The benchmark moves every buffer and verifies the echoed payload, in process and across two processes, with and
- * without an inflight region.
+ * without an inflight region; with a dirty log it marks exactly the pages the device wrote.
  */
 class BenchmarkRunsTest {
 
@@ -120,6 +123,85 @@ class BenchmarkRunsTest {
         }
     }
 
+    /**
+     * A run whose every page written by the device is known: 8 buffers of a 1-page readable and a 1-page writable
+     * element, all in flight at once (16 of the ring's 64 descriptors), so the driver takes slots 63..56 once each
+     * and the device writes its 8-byte echo into 8 distinct pages; its ring writes (used entries and index, or used
+     * descriptors, and the event areas) all lie in the ring's one page.
+     */
+    private static BenchConfig eightPagesOfData(String ring, String mode) {
+        return small(ring, mode).with(java.util.Map.of("bufs", "8", "chain", "2", "buf-size", "4096"));
+    }
+
+    /** The pages {@link #eightPagesOfData} writes: the ring's page and one page per buffer. */
+    private static long pagesWritten(BenchConfig cfg) {
+        BenchLayout layout = BenchLayout.of(cfg);
+        assertEquals(DirtyLog.PAGE_SIZE, layout.ringBytes(), "the ring of 64 fits one page");
+        return 1 + cfg.bufs();
+    }
+
+    /**
+     * With the dirty log on, the run marks exactly the ring's page and the 8 pages the device echoed into (the
+     * queue's used-ring writes and the device's data writes, nothing else: no control word, no readable element); off
+     * there is no log and nothing is counted.
+     */
+    @ParameterizedTest(name = "{0} {1} inflight {2}")
+    @CsvSource({
+        "split, poll, off",
+        "split, notify, on",
+        "packed, poll, on",
+        "packed, notify, off",
+    })
+    void aRunWithTheDirtyLogMarksThePagesTheDeviceWroteAndWithoutNone(String ring, String mode, String inflight)
+            throws Exception {
+        BenchConfig on = eightPagesOfData(ring, mode).with("inflight", inflight).with("dirty-log", "on");
+        RunResult r = RingBenchmark.run(on);
+        assertEquals(on.bufs(), r.buffers());
+        assertEquals(0, r.device().errors);
+        assertEquals(pagesWritten(on), r.dirtyPages(), "ring page + one page per echoed buffer");
+
+        BenchConfig off = on.with("dirty-log", "off");
+        assertEquals(-1, BenchLayout.of(off).dirtyLogOffset(), "no log without the option");
+        RunResult none = RingBenchmark.run(off);
+        assertEquals(off.bufs(), none.buffers());
+        assertEquals(0, none.dirtyPages());
+    }
+
+    /**
+     * The layout's dirty log lies after everything else, on a page of its own, with a bit for every page before
+     * it; the layout's device queue marks its used-ring writes there (the ring's page, after a publication, not
+     * before), and only those: data it did not write is not marked.
+     */
+    @ParameterizedTest
+    @EnumSource(RingFormat.class)
+    void theDeviceQueueLogsItsRingWritesInTheLayoutsDirtyLog(RingFormat format) {
+        String ring = format.name().toLowerCase(Locale.ROOT);
+        BenchConfig cfg = eightPagesOfData(ring, "poll").with("inflight", "on").with("dirty-log", "on");
+        BenchLayout layout = BenchLayout.of(cfg);
+        assertTrue(layout.dirtyLogOffset() > layout.inflightOffset(), "after the inflight region");
+        assertEquals(0, layout.dirtyLogOffset() % DirtyLog.PAGE_SIZE, "on a page of its own");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment mem = arena.allocate(layout.totalBytes(), 4096);
+            DirtyLog log = layout.dirtyLog(mem);
+            assertTrue(log.pages() >= layout.dirtyLogOffset() / DirtyLog.PAGE_SIZE, "covers every page before it");
+            assertTrue(layout.dirtyLogOffset() + log.byteSize() <= layout.totalBytes());
+            DriverQueue driver = layout.driverQueue(mem, new ParkingNotifier());
+            DeviceQueue device = layout.deviceQueue(mem, new ParkingNotifier());
+            driver.add(new ScatterGather(2).readable(layout.element(5, 0), cfg.bufSize())
+                    .writable(layout.element(5, 1), cfg.bufSize()), "buffer 5");
+            DescriptorChain chain = device.pop();
+            assertNotNull(chain);
+            device.pushUsed(chain.head(), 0);
+            assertEquals(0, log.dirtyPages(), "nothing published yet");
+            device.flushUsed();
+            assertTrue(log.isDirty(0), "the ring's page, after the publication");
+            assertFalse(log.isDirty(layout.element(5, 1) / DirtyLog.PAGE_SIZE), "the device wrote no data");
+            assertEquals(1, log.dirtyPages());
+            assertEquals("buffer 5", driver.pollUsed());
+        }
+        assertNull(BenchLayout.of(cfg.with("dirty-log", "off")).dirtyLog(MemorySegment.NULL), "no log when off");
+    }
+
     @Test
     void twoProcessRunsMoveEveryBufferAndReportTheDevicesCounters() throws Exception {
         try (TwoProcessBenchmark two = TwoProcessBenchmark.start()) {
@@ -135,7 +217,13 @@ class BenchmarkRunsTest {
                     assertEquals(cfg.bufs(), r.device().buffers, "device popped every buffer (" + what + ")");
                     assertEquals(cfg.bufs(), r.device().completions, what);
                     assertEquals(0, r.device().errors, what);
+                    assertEquals(0, r.dirtyPages(), what);
                 }
+                // the device process marks the log in the shared memfd; this process counts it
+                BenchConfig logged = eightPagesOfData(ring, "notify").with("dirty-log", "on");
+                RunResult r = two.run(logged);
+                assertEquals(logged.bufs(), r.buffers(), ring + " dirty-log on");
+                assertEquals(pagesWritten(logged), r.dirtyPages(), ring + " dirty-log on");
             }
         }
     }

@@ -58,6 +58,11 @@ public final class BenchCommand implements Callable<Integer> {
             + "buffer it holds in an inflight region, as a vhost-user back-end with INFLIGHT_SHMFD does (default off)",
             converter = Converters.OnOffConverter.class)
     boolean inflight = D.inflight();
+    @Option(names = "--dirty-log", arity = "1", paramLabel = "on|off", description = "the device queue marks its used-ring "
+            + "writes, and the device the data it writes (--verify), in a dirty-page bitmap sized for the run's memory, "
+            + "as a vhost-user back-end does during a live migration; the report counts the pages marked (default off)",
+            converter = Converters.OnOffConverter.class)
+    boolean dirtyLog = D.dirtyLog();
     @Option(names = "--delayed-interrupt", description = "driver asks for a notification after ~3/4 of outstanding buffers")
     boolean delayedInterrupt = D.delayedInterrupt();
     @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
@@ -90,7 +95,7 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--compare", paramLabel = "KEY=A,B",
             description = "run option KEY at value A and at value B interleaved (A B A B ...) and print B/A with a 95%% "
                     + "confidence interval, e.g. --compare barriers=weak,strong, --compare cached-avail=off,on or "
-                    + "--compare ring=split,packed or --compare inflight=off,on")
+                    + "--compare ring=split,packed, --compare inflight=off,on or --compare dirty-log=off,on")
     String compare;
 
     @Spec
@@ -101,7 +106,7 @@ public final class BenchCommand implements Callable<Integer> {
         try {
             return new BenchConfig(bufs, ringSize, ring, batch, bufSize, chain, indirect, !noEventIdx, inOrder,
                     delayedInterrupt, barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify,
-                    driverCpu, deviceCpu, inflight);
+                    driverCpu, deviceCpu, inflight, dirtyLog);
         } catch (InvalidBenchOptionException e) {
             throw OptionFlags.rejected(spec, e);
         }

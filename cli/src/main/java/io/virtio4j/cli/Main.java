@@ -7,6 +7,7 @@ import picocli.CommandLine.Command;
 @Command(name = "virtio4j", mixinStandardHelpOptions = true, version = "virtio4j 0.1.0",
         description = "virtio rings and vhost-user on the JVM.",
         subcommands = {BenchCommand.class, ExperimentsCommand.class, ServeCommand.class, DriveCommand.class, JmhCommand.class,
+                PairedCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 

@@ -21,7 +21,7 @@ import java.util.concurrent.Callable;
 
 /** {@code virtio4j serve}: vhost-user back-ends. */
 @Command(name = "serve", mixinStandardHelpOptions = true, description = "Serve a virtio device over vhost-user.",
-        subcommands = {ServeCommand.Net.class, ServeBlkCommand.class})
+        subcommands = {ServeCommand.Net.class, ServeBlkCommand.class, ServeRngCommand.class})
 public final class ServeCommand {
 
     /** {@code virtio4j serve net}. */

@@ -53,7 +53,7 @@ class OptionErrorsAndHelpTest {
         // picocli formats each description line with String.format and, when that fails (e.g. on a lone '%'),
         // prints the line raw and a warning to the stderr it captured when it was loaded: so a fresh JVM
         for (String[] command : new String[][] {{"bench", "--help"}, {"experiments", "--help"}, {"serve", "net", "--help"}, {"serve", "blk", "--help"},
-                {"drive", "blk", "--help"}}) {
+                {"drive", "blk", "--help"}, {"paired", "--help"}}) {
             List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), Main.class.getName()));
             cmd.addAll(List.of(command));
@@ -125,6 +125,21 @@ class OptionErrorsAndHelpTest {
         assertEquals(c.a().with("inflight", "on"), c.b(), "only inflight differs");
         assertEquals("on", c.b().toMap().get("inflight"), "the JSON report's config records it");
         assertTrue(c.b().describe().contains("inflight on"), c.b().describe());
+    }
+
+    @Test
+    void dirtyLogTakesOnOrOffAndIsACompareKey() {
+        assertFalse(bench().config().dirtyLog(), "off by default");
+        assertTrue(bench("--dirty-log", "on").config().dirtyLog());
+        assertThrows(CommandLine.ParameterException.class, () -> bench("--dirty-log"));
+        assertThrows(CommandLine.ParameterException.class, () -> bench("--dirty-log", "maybe"));
+        BenchCommand cmp = bench("--compare", "dirty-log=off,on", "--ring", "packed");
+        BenchCommand.Comparison c = cmp.comparison(cmp.config());
+        assertFalse(c.a().dirtyLog());
+        assertTrue(c.b().dirtyLog());
+        assertEquals(c.a().with("dirty-log", "on"), c.b(), "only dirty-log differs");
+        assertEquals("on", c.b().toMap().get("dirty-log"), "the JSON report's config records it");
+        assertTrue(c.b().describe().contains("dirty-log on"), c.b().describe());
     }
 
     @Test

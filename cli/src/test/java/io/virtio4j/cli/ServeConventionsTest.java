@@ -4,11 +4,19 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
+import io.virtio4j.core.driver.DriverOptions;
+import io.virtio4j.core.driver.ScatterGather;
+import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.devices.rng.RngSource;
 import io.virtio4j.os.DatagramPair;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.Memfd;
 import io.virtio4j.os.UnixServerSocket;
 import io.virtio4j.os.UnixSocket;
+import io.virtio4j.vhost.frontend.DriverRing;
+import io.virtio4j.vhost.frontend.FrontendSession;
+import io.virtio4j.vhost.frontend.GuestMemory;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -20,9 +28,12 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.RandomAccessFile;
 import java.io.StringWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -56,16 +67,17 @@ class ServeConventionsTest {
             "input", Set.of("evdev-path", "no-grab"),
             "gpu", Set.of("render-node", "virgl"));
     /** Our serve subcommands and the back-end type each is. */
-    private static final Map<String, String> DEVICES = Map.of("blk", "block", "net", "net");
+    private static final Map<String, String> DEVICES = Map.of("blk", "block", "net", "net", "rng", "rng");
 
     @TempDir
     Path dir;
 
     @ParameterizedTest
-    @CsvSource({"blk,block", "net,net"})
+    @CsvSource({"blk,block", "net,net", "rng,rng"})
     void printCapabilitiesIsTheSchemasObjectAndIgnoresEverythingElse(String device, String type) {
         // no endpoint, no backing, and an --fd that is no socket: all ignored, nothing served, exit 0
-        for (List<String> extra : List.of(List.<String>of(), List.of("--fd", "1073741824", "--queues", "2"))) {
+        List<String> option = device.equals("rng") ? List.of("--seed", "2") : List.of("--queues", "2"); // one of its own
+        for (List<String> extra : List.of(List.<String>of(), List.of("--fd", "1073741824", option.get(0), option.get(1)))) {
             List<String> args = new ArrayList<>(List.of("serve", device, "--print-capabilities"));
             args.addAll(extra);
             StringWriter out = new StringWriter();
@@ -176,6 +188,44 @@ class ServeConventionsTest {
     }
 
     /**
+     * serve rng has no driver command: our front-end library reads 4 KiB through a split ring, which must be the first
+     * 4 KiB of the seeded stream, and the back-end's RESULT line counts them.
+     */
+    @Test
+    void serveRngServesThroughAListeningSocketItInherits() throws Throwable {
+        String served = serveThroughInheritedSocket(List.of("serve", "rng", "--seed", "7"), (socket, log) -> {
+            try (FrontendSession s = FrontendSession.connect(socket, Duration.ofSeconds(60))) {
+                long version1 = VirtioFeatures.bit(VirtioFeatures.VERSION_1);
+                s.negotiate(version1, version1, FrontendSession.PROTOCOL_FEATURES, 0, 1);
+                s.attach(GuestMemory.create("serve-rng-fd", 1 << 20));
+                DriverRing ring = s.addRing(RingFormat.SPLIT, 16, 0, DriverOptions.defaults(), true);
+                s.start();
+                MemorySegment buffer = s.memory().carveSegment(4096, 64);
+                ring.queue().add(new ScatterGather(1).writable(s.memory().gpa(buffer), 4096), "only");
+                ring.queue().kick();
+                long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos(); // a hang guard
+                while (ring.queue().pollUsed() == null) {
+                    assertTrue(System.nanoTime() - deadline < 0, () -> "no buffer back; the back-end's output:\n" + log.get());
+                    ring.await(Duration.ofMillis(100).toNanos());
+                }
+                assertEquals(4096, ring.queue().lastUsedLength());
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment want = a.allocate(4096);
+                    RngSource.seed(7).fill(want, 4096);
+                    assertEquals(-1, want.mismatch(buffer), "the first 4 KiB of the seeded stream");
+                }
+            }
+        });
+        assertTrue(served.contains("RESULT role=virtio4j buffers=1 bytes=4096"), served);
+    }
+
+    /** What a test does with the back-end at {@code socket}; {@code log} reads what the back-end printed so far. */
+    @FunctionalInterface
+    private interface Driving {
+        void drive(Path socket, java.util.function.Supplier<String> log) throws Exception;
+    }
+
+    /**
      * Starts {@code serve} in a child that inherits, as descriptor 3, a listening socket this JVM made and then closed
      * (so the socket accepts only because the child holds it), runs the driver {@code drive} names against its path
      * in this JVM (exit 0: everything checked came back intact), stops the child with SIGTERM as a management tool
@@ -183,6 +233,14 @@ class ServeConventionsTest {
      */
     private String serveThroughInheritedSocket(List<String> serve, java.util.function.Function<String, List<String>> drive)
             throws Throwable {
+        return serveThroughInheritedSocket(serve, (socket, log) -> {
+            String[] r = execute(drive.apply(socket.toString()).toArray(String[]::new));
+            assertEquals("0", r[0], () -> r[1] + "\nthe back-end's output:\n" + log.get());
+        });
+    }
+
+    /** The same with any driving done in this JVM. */
+    private String serveThroughInheritedSocket(List<String> serve, Driving drive) throws Throwable {
         Path socket = dir.resolve("vhost.sock");
         Path log = dir.resolve("serve.log");
         List<String> argv = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -194,8 +252,7 @@ class ServeConventionsTest {
             child = InheritingChild.start(argv, listener.fileDescriptor().fd(), 3, log);
         }
         try (child) {
-            String[] r = execute(drive.apply(socket.toString()).toArray(String[]::new));
-            assertEquals("0", r[0], () -> r[1] + "\nthe back-end's output:\n" + read(log));
+            drive.drive(socket, () -> read(log));
             child.signal(InheritingChild.SIGTERM);
             assertTrue(child.waitFor(60_000) >= 0, () -> "the back-end still runs after SIGTERM:\n" + read(log));
         }
@@ -204,7 +261,7 @@ class ServeConventionsTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"blk", "net"})
+    @ValueSource(strings = {"blk", "net", "rng"})
     void neitherOrBothEndpointsAreOneLineNamingTheFlags(String device) {
         List<String> backing = device.equals("blk") ? List.of("--null", "1M") : List.of();
         assertFirstLine("one of --socket-path=PATH, --fd=FDNUM or --connect=PATH is required", device, backing);
@@ -225,6 +282,7 @@ class ServeConventionsTest {
     void aBadFdNumberIsOneLineNamingTheFlag(String value, String message) {
         assertFirstLine(message, "blk", List.of("--null", "1M", "--fd", value));
         assertFirstLine(message, "net", List.of("--fd", value));
+        assertFirstLine(message, "rng", List.of("--fd", value));
     }
 
     @Test
@@ -250,6 +308,18 @@ class ServeConventionsTest {
     void blkWithoutBackingIsOneLine() {
         assertFirstLine("one of --file=PATH (or --blk-file=PATH) or --null=SIZE is required", "blk",
                 List.of("--socket-path", "/nonexistent/x.sock"));
+    }
+
+    @Test
+    void rngWithTwoSourcesOrABadFileIsOneLineNamingTheFlag() throws IOException {
+        assertFirstLine("--source=/etc/hostname, --seed=3: give at most one", "rng",
+                List.of("--socket-path", "/nonexistent/x.sock", "--source", "/etc/hostname", "--seed", "3"));
+        Path missing = dir.resolve("missing");
+        assertFirstLine("--source: source=" + missing + ": no such file", "rng",
+                List.of("--socket-path", "/nonexistent/x.sock", "--source", missing.toString()));
+        Path empty = Files.createFile(dir.resolve("empty"));
+        assertFirstLine("--source: source=" + empty + ": has 0 bytes, not 1 to 268435456", "rng",
+                List.of("--socket-path", "/nonexistent/x.sock", "--source", empty.toString()));
     }
 
     private static void assertFirstLine(String expected, String device, List<String> args) {

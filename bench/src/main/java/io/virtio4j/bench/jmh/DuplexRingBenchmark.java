@@ -58,6 +58,10 @@ public class DuplexRingBenchmark {
     @Param({"false", "true"})
     public boolean inflight;
 
+    /** The device marks its used-ring writes in a dirty-page log (vhost-user VHOST_F_LOG_ALL, migration). */
+    @Param({"false", "true"})
+    public boolean dirtyLog;
+
     Ring ring;
     DriverQueue driver;
     DeviceQueue device;
@@ -66,7 +70,7 @@ public class DuplexRingBenchmark {
     public void setup() {
         ring = new Ring(format, QUEUE_SIZE);
         driver = ring.driver(ordering, AvailPublication.EAGER);
-        device = ring.device(ordering, inflight);
+        device = ring.device(ordering, inflight, dirtyLog);
         driver.disableCallbacks(); // both sides poll: no notifications wanted
     }
 

@@ -1,5 +1,6 @@
 package io.virtio4j.bench.jmh;
 
+import io.virtio4j.bench.BenchLayout;
 import io.virtio4j.core.device.DeviceOptions;
 import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.device.QueueState;
@@ -15,6 +16,7 @@ import io.virtio4j.core.layout.SplitRingAreas;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.layout.RingSegment;
 import io.virtio4j.core.layout.UsedRing;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.core.notify.ParkingNotifier;
 import io.virtio4j.core.policy.AvailPublication;
@@ -43,6 +45,7 @@ final class Ring implements AutoCloseable {
 
     final int queueSize;
     final Arena arena = Arena.ofShared();
+    final RingSegment segment;
     final MemorySegment mem;
     final RingAreas areas;
     /** Split only (null for packed): flyweights over the split ring's avail and used rings. */
@@ -58,10 +61,13 @@ final class Ring implements AutoCloseable {
     final Object[] tokens;
     /** The inflight region {@link #device} restarted its queue over, or null. */
     MemorySegment inflightRegion;
+    /** The dirty log {@link #device} logs its ring writes in, or null. */
+    DirtyLog dirtyLog;
 
     Ring(RingFormat format, int queueSize) {
         this.queueSize = queueSize;
         RingSegment ring = RingSegment.allocate(arena, format, queueSize, PAGE, (long) queueSize * BUF_SIZE);
+        segment = ring;
         mem = ring.segment();
         areas = ring.areas();
         if (areas instanceof SplitRingAreas split) {
@@ -88,12 +94,20 @@ final class Ring implements AutoCloseable {
     }
 
     /**
-     * EVENT_IDX and indirect descriptors on, cached avail index on enable (the defaults); with {@code inflight}
-     * restarted over a fresh inflight region of its own (as a vhost-user back-end with INFLIGHT_SHMFD runs it), so
-     * that it records every buffer it holds.
+     * EVENT_IDX and indirect descriptors on, cached avail index on enable (the defaults); with {@code dirtyLog}
+     * logging its ring writes in a fresh dirty log covering the whole segment (as a vhost-user back-end runs it
+     * while a migration runs: VHOST_F_LOG_ALL and the ring's log flag); with {@code inflight} restarted over a fresh
+     * inflight region of its own (as a vhost-user back-end with INFLIGHT_SHMFD runs it), so that it records every
+     * buffer it holds.
      */
-    DeviceQueue device(Ordering ordering, boolean inflight) {
+    DeviceQueue device(Ordering ordering, boolean inflight, boolean dirtyLog) {
         DeviceQueue q = DeviceQueue.over(areas, memory, DeviceOptions.defaults().withOrdering(ordering), callNotifier);
+        if (dirtyLog) {
+            long bytes = DirtyLog.bytesCovering(mem.byteSize());
+            // 8-byte aligned and a whole number of u64s: the atomic OR's 32-bit words lie in the allocation
+            this.dirtyLog = new DirtyLog(arena.allocate(bytes, Long.BYTES), 0, bytes);
+            BenchLayout.logRingWrites(q, segment, this.dirtyLog); // before the restart, as the vhost back-end does
+        }
         if (inflight) {
             // zeroed by the arena: a fresh region, nothing resubmitted, the queue starts where a new one does
             inflightRegion = arena.allocate(InflightLayout.queueRegionBytes(areas.format(), queueSize),

@@ -56,6 +56,10 @@ import java.util.concurrent.TimeUnit;
  * <p>{@code inflight} = true ({@code popPush} and {@code cycle}) restarts the device queue over an inflight region, so
  * each pop, push and publication also records in it, as a vhost-user back-end with INFLIGHT_SHMFD does: the cost of
  * that tracking, next to the same path without it.
+ *
+ * <p>{@code dirtyLog} = true ({@code popPush} and {@code cycle}) has the device queue mark every used-ring write in a
+ * dirty-page log, as a vhost-user back-end does during a live migration: the cost of logging on, next to off (which
+ * costs a null check).
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -163,6 +167,10 @@ public class RingPathBenchmark {
         @Param({"false", "true"})
         public boolean inflight;
 
+        /** The device marks its used-ring writes in a dirty-page log (vhost-user VHOST_F_LOG_ALL, migration). */
+        @Param({"false", "true"})
+        public boolean dirtyLog;
+
         DeviceQueue device;
         /** Split: the stand-in's avail.idx. */
         int availIdx;
@@ -174,7 +182,7 @@ public class RingPathBenchmark {
         @Setup
         public void setup() {
             open(format);
-            device = ring.device(ordering, inflight);
+            device = ring.device(ordering, inflight, dirtyLog);
             switch (ring.areas) {
                 case SplitRingAreas split -> {
                     for (int h = 0; h < BUFFERS; h++) {
@@ -303,6 +311,10 @@ public class RingPathBenchmark {
         @Param({"false", "true"})
         public boolean inflight;
 
+        /** The device marks its used-ring writes in a dirty-page log (vhost-user VHOST_F_LOG_ALL, migration). */
+        @Param({"false", "true"})
+        public boolean dirtyLog;
+
         DriverQueue driver;
         DeviceQueue device;
 
@@ -310,7 +322,7 @@ public class RingPathBenchmark {
         public void setup() {
             open(format);
             driver = ring.driver(ordering, AvailPublication.EAGER);
-            device = ring.device(ordering, inflight);
+            device = ring.device(ordering, inflight, dirtyLog);
             driver.disableCallbacks();
         }
     }

@@ -15,6 +15,7 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The JMH hot paths, run outside JMH on this thread: once the JIT has compiled them, a round of invocations must
@@ -39,10 +40,13 @@ class HotPathAllocationTest {
         return Stream.of(RingFormat.values()).flatMap(f -> params().map(a -> Arguments.of(f, a.get()[0], a.get()[1])));
     }
 
-    /** {@link #formatParams()} without and with an inflight region, for the benchmarks of the device queue. */
+    /**
+     * {@link #formatParams()} without and with an inflight region, and without and with a dirty log, for the
+     * benchmarks of the device queue.
+     */
     static Stream<Arguments> deviceParams() {
-        return Stream.of(false, true).flatMap(i -> formatParams().map(a -> Arguments.of(a.get()[0], a.get()[1],
-                a.get()[2], i)));
+        return Stream.of(false, true).flatMap(i -> Stream.of(false, true).flatMap(l -> formatParams().map(
+                a -> Arguments.of(a.get()[0], a.get()[1], a.get()[2], i, l))));
     }
 
     /** Fewest bytes one round allocated; stops at the first round that allocated none. */
@@ -83,6 +87,19 @@ class HotPathAllocationTest {
         }
     }
 
+    /**
+     * With {@code dirtyLog} the device queue marked its ring writes: the ring's page (the ring of 64 lies in the
+     * segment's first page) and no other, the buffers being only read; without, there is no log.
+     */
+    private static void assertLogged(Ring ring, boolean dirtyLog) {
+        if (!dirtyLog) {
+            assertNull(ring.dirtyLog);
+            return;
+        }
+        assertTrue(ring.dirtyLog.isDirty(0), "the ring's page");
+        assertEquals(1, ring.dirtyLog.dirtyPages(), "the ring's page only");
+    }
+
     @ParameterizedTest(name = "{0} {1} batch {2}")
     @MethodSource("formatParams")
     void addKickAllocatesNothing(RingFormat format, Ordering ordering, int batch) {
@@ -97,17 +114,19 @@ class HotPathAllocationTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} {1} batch {2} inflight {3}")
+    @ParameterizedTest(name = "{0} {1} batch {2} inflight {3} dirtyLog {4}")
     @MethodSource("deviceParams")
-    void popPushAllocatesNothing(RingFormat format, Ordering ordering, int batch, boolean inflight) {
+    void popPushAllocatesNothing(RingFormat format, Ordering ordering, int batch, boolean inflight, boolean dirtyLog) {
         RingPathBenchmark b = new RingPathBenchmark();
         RingPathBenchmark.PopPushState s = configure(new RingPathBenchmark.PopPushState(), ordering, batch);
         s.format = format;
         s.inflight = inflight;
+        s.dirtyLog = dirtyLog;
         s.setup();
         try {
             assertEquals(0, leastAllocatedPerRound(() -> b.popPush(s, BH)));
             assertRecorded(s.ring, inflight);
+            assertLogged(s.ring, dirtyLog);
         } finally {
             s.close();
         }
@@ -126,17 +145,19 @@ class HotPathAllocationTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} {1} batch {2} inflight {3}")
+    @ParameterizedTest(name = "{0} {1} batch {2} inflight {3} dirtyLog {4}")
     @MethodSource("deviceParams")
-    void cycleAllocatesNothing(RingFormat format, Ordering ordering, int batch, boolean inflight) {
+    void cycleAllocatesNothing(RingFormat format, Ordering ordering, int batch, boolean inflight, boolean dirtyLog) {
         RingPathBenchmark b = new RingPathBenchmark();
         RingPathBenchmark.CycleState s = configure(new RingPathBenchmark.CycleState(), ordering, batch);
         s.format = format;
         s.inflight = inflight;
+        s.dirtyLog = dirtyLog;
         s.setup();
         try {
             assertEquals(0, leastAllocatedPerRound(() -> b.cycle(s, BH)));
             assertRecorded(s.ring, inflight);
+            assertLogged(s.ring, dirtyLog);
         } finally {
             s.close();
         }

@@ -56,6 +56,18 @@ public final class DirtyLog {
         this.bytes = bytes;
     }
 
+    /**
+     * Bytes of a log with a bit for every 4 KiB page of guest-physical [0, {@code guestEnd}): one bit per page, in
+     * whole u64 chunks as QEMU sizes its log ({@code VHOST_LOG_CHUNK}).
+     */
+    public static long bytesCovering(long guestEnd) {
+        if (guestEnd < 0) {
+            throw new IllegalArgumentException("guest memory end " + guestEnd);
+        }
+        long bytes = Math.ceilDiv(Math.ceilDiv(guestEnd, PAGE_SIZE), 8);
+        return Math.ceilDiv(bytes, Long.BYTES) * Long.BYTES;
+    }
+
     /** The log's size in bytes. */
     public long byteSize() {
         return bytes;
@@ -119,6 +131,20 @@ public final class DirtyLog {
         checkPage(page);
         long at = start + (page >>> 3);
         return (((int) WORD.getVolatile(mapping, at & ~3L)) & bitInWord(at, page)) != 0;
+    }
+
+    /**
+     * How many pages are marked: a count, page by page, that a writer may change as it goes (the front-end's
+     * statistics, a benchmark's proof that its writes were logged).
+     */
+    public long dirtyPages() {
+        long n = 0;
+        for (long p = 0; p < pages(); p++) {
+            if (isDirty(p)) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /**

@@ -49,7 +49,19 @@ class DirtyLogTest {
             assertFalse(log.testAndClear(4), "cleared by the read before");
             assertFalse(log.isDirty(4));
             assertTrue(log.isDirty(3), "a neighbour's bit stays");
+            assertEquals(3, log.dirtyPages(), "pages 3, 17 and 127 are still marked");
         }
+    }
+
+    /** A log sized for guest memory has a bit for its last page, in whole u64 chunks (QEMU's sizing). */
+    @Test
+    void aLogSizedForGuestMemoryCoversItsLastPageInWholeU64s() {
+        assertEquals(0, DirtyLog.bytesCovering(0));
+        assertEquals(8, DirtyLog.bytesCovering(1), "one page: one bit, one u64");
+        assertEquals(8, DirtyLog.bytesCovering(64 * DirtyLog.PAGE_SIZE), "64 pages: 8 bytes");
+        assertEquals(16, DirtyLog.bytesCovering(64 * DirtyLog.PAGE_SIZE + 1), "a 65th page needs the next u64");
+        assertEquals(32768, DirtyLog.bytesCovering(1L << 30), "1 GiB: 262144 pages");
+        assertThrows(IllegalArgumentException.class, () -> DirtyLog.bytesCovering(-1));
     }
 
     @Test

@@ -54,8 +54,7 @@ public final class DirtyLogging implements AutoCloseable {
             throw new IllegalStateException("the back-end does not offer VHOST_F_LOG_ALL");
         }
         GuestMemory m = session.memory();
-        long pages = Math.ceilDiv(m.guestPhysBase() + m.size(), DirtyLog.PAGE_SIZE);
-        long bytes = GuestMemory.roundUp(Math.ceilDiv(pages, 8), 8); // QEMU sizes its log in u64 chunks too
+        long bytes = DirtyLog.bytesCovering(m.guestPhysBase() + m.size());
         long fileBytes = GuestMemory.roundUp(bytes, GuestMemory.PAGE);
         FileDescriptor fd = Memfd.createSealed("virtio4j-dirty-log", fileBytes);
         Arena arena = Arena.ofShared();

@@ -1,0 +1,95 @@
+package io.virtio4j.cli;
+
+import io.virtio4j.bench.PairedRatio;
+import io.virtio4j.bench.Summary;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code virtio4j paired}: the statistics of {@code bench --compare} ({@link Summary}, {@link PairedRatio}) for one
+ * figure measured elsewhere, pair by pair: what {@code peers/ab-builds.sh} prints as its SUMMARY, so that the scripts
+ * carry no second copy of the statistics.
+ */
+@Command(name = "paired", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Paired A/B statistics of one figure measured elsewhere, one A and one B value per pair (e.g. by "
+                + "peers/ab-builds.sh): medians and min/max of each side, and B/A as bench --compare computes it "
+                + "(geometric mean of the per-pair ratios, 95%% t interval over their logs).",
+                "Prints one line: SUMMARY figure=NAME pairs=N A_median= A_min= A_max= B_median= B_min= B_max= "
+                        + "ratio_B_over_A= ci95_low= ci95_high= half_width_pct= paired_ratio_median= "
+                        + "paired_ratio_min= paired_ratio_max= (n/a where no ratio or interval exists: a value <= 0, "
+                        + "or one pair)."})
+public final class PairedCommand implements Callable<Integer> {
+
+    @Option(names = "--a", split = ",", required = true, paramLabel = "V", description = "side A's values, in pair order")
+    double[] a;
+    @Option(names = "--b", split = ",", required = true, paramLabel = "V", description = "side B's values, in pair order")
+    double[] b;
+    @Option(names = "--figure", paramLabel = "NAME", description = "the figure's name in the output (default ${DEFAULT-VALUE})")
+    String figure = "figure";
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        check("--a", a);
+        check("--b", b);
+        if (a.length != b.length) {
+            throw new ParameterException(spec.commandLine(), "--b has " + b.length + " values and --a " + a.length
+                    + ": one of each per pair");
+        }
+        if (figure.isBlank() || figure.chars().anyMatch(Character::isWhitespace)) {
+            throw new ParameterException(spec.commandLine(), "--figure must be one word, got '" + figure + "'");
+        }
+        Summary sa = Summary.of(a);
+        Summary sb = Summary.of(b);
+        PairedRatio r = PairedRatio.of(a, b);
+        double[] sorted = r.ratios().clone();
+        java.util.Arrays.sort(sorted);
+        // the interval's half-width relative to the ratio (symmetric enough for the few % it is read at)
+        double halfWidthPct = r.hasInterval() ? 100 * (r.ciHigh() - r.ciLow()) / 2 / r.geoMean() : Double.NaN;
+        PrintWriter out = spec.commandLine().getOut();
+        out.println("SUMMARY figure=" + figure + " pairs=" + a.length
+                + " A_median=" + num(sa.median()) + " A_min=" + num(sa.min()) + " A_max=" + num(sa.max())
+                + " B_median=" + num(sb.median()) + " B_min=" + num(sb.min()) + " B_max=" + num(sb.max())
+                + " ratio_B_over_A=" + ratio(r.geoMean()) + " ci95_low=" + ratio(r.ciLow())
+                + " ci95_high=" + ratio(r.ciHigh()) + " half_width_pct=" + pct(halfWidthPct)
+                + " paired_ratio_median=" + ratio(r.median()) + " paired_ratio_min=" + ratio(sorted[0])
+                + " paired_ratio_max=" + ratio(sorted[sorted.length - 1]));
+        out.flush();
+        return 0;
+    }
+
+    private void check(String option, double[] values) {
+        for (double v : values) {
+            if (!Double.isFinite(v)) {
+                throw new ParameterException(spec.commandLine(), option + ": " + v + " is not a finite number");
+            }
+        }
+    }
+
+    /**
+     * A figure with up to 10 significant digits (a frame count or packets per second comes back as given), never in
+     * exponent notation (scripts compare them as plain numbers).
+     */
+    private static String num(double v) {
+        return new BigDecimal(v).round(new MathContext(10)).stripTrailingZeros().toPlainString();
+    }
+
+    private static String ratio(double v) {
+        return Double.isFinite(v) ? String.format(Locale.ROOT, "%.4f", v) : "n/a";
+    }
+
+    private static String pct(double v) {
+        return Double.isFinite(v) ? String.format(Locale.ROOT, "%.2f", v) : "n/a";
+    }
+}

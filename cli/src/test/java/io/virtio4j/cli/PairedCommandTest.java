@@ -1,0 +1,114 @@
+package io.virtio4j.cli;
+
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+
+import static io.virtio4j.cli.CliRun.execute;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code virtio4j paired} prints the paired statistics of values measured elsewhere as one SUMMARY line of key=value
+ * fields, figured here by hand, and refuses input it cannot pair by the option that holds it.
+ */
+class PairedCommandTest {
+
+    /** The SUMMARY line's fields. */
+    private static Map<String, String> summary(String... args) {
+        StringWriter out = new StringWriter();
+        CommandLine cl = new CommandLine(new Main());
+        cl.setOut(new PrintWriter(out, true));
+        assertEquals(0, cl.execute(args), out.toString());
+        String line = out.toString().strip();
+        assertTrue(line.startsWith("SUMMARY ") && line.lines().count() == 1, line);
+        Map<String, String> m = new LinkedHashMap<>();
+        for (String kv : line.substring("SUMMARY ".length()).split(" ")) {
+            int eq = kv.indexOf('=');
+            m.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
+        return m;
+    }
+
+    @Test
+    void pairsThatAllMoveByTheSameFactorGiveThatRatioWithAnIntervalOfNoWidth() {
+        Map<String, String> s = summary("paired", "--figure", "pps", "--a", "100,400,200", "--b", "110,440,220");
+        assertEquals("pps", s.get("figure"));
+        assertEquals("3", s.get("pairs"));
+        assertEquals("200", s.get("A_median"));
+        assertEquals("100", s.get("A_min"));
+        assertEquals("400", s.get("A_max"));
+        assertEquals("220", s.get("B_median"));
+        assertEquals("110", s.get("B_min"));
+        assertEquals("440", s.get("B_max"));
+        assertEquals("1.1000", s.get("ratio_B_over_A"));
+        assertEquals("1.1000", s.get("ci95_low"));
+        assertEquals("1.1000", s.get("ci95_high"));
+        assertEquals("0.00", s.get("half_width_pct"));
+        assertEquals("1.1000", s.get("paired_ratio_min"));
+        assertEquals("1.1000", s.get("paired_ratio_max"));
+    }
+
+    /**
+     * Two pairs with ratios 1 and 1.21: geometric mean 1.1; the logs' standard deviation is ln(1.21) / sqrt(2),
+     * Student's t for 1 degree of freedom is 12.706, so the interval is 1.1 * exp(-+12.706 * ln(1.21) / 2).
+     */
+    @Test
+    void twoPairsGiveTheGeometricMeanAndTheStudentTIntervalOfTheirLogRatios() {
+        Map<String, String> s = summary("paired", "--a", "1000000,2000000", "--b", "1000000,2420000");
+        double half = 12.706 * Math.log(1.21) / 2;
+        assertEquals("1.1000", s.get("ratio_B_over_A"));
+        assertEquals(String.format(Locale.ROOT, "%.4f", 1.1 * Math.exp(-half)), s.get("ci95_low"));
+        assertEquals(String.format(Locale.ROOT, "%.4f", 1.1 * Math.exp(half)), s.get("ci95_high"));
+        assertEquals(String.format(Locale.ROOT, "%.2f", 100 * Math.sinh(half)), s.get("half_width_pct"));
+        assertEquals("1.1050", s.get("paired_ratio_median"));
+        assertEquals("1.0000", s.get("paired_ratio_min"));
+        assertEquals("1.2100", s.get("paired_ratio_max"));
+        assertEquals("1500000", s.get("A_median"), "plain digits, never an exponent");
+        assertEquals("2420000", s.get("B_max"));
+        assertEquals("figure", s.get("figure"));
+    }
+
+    @Test
+    void figuresComeBackWithAllTheirDigits() {
+        Map<String, String> s = summary("paired", "--a", "1088352,0.1", "--b", "14.25,656797");
+        assertEquals("0.1", s.get("A_min"));
+        assertEquals("1088352", s.get("A_max"));
+        assertEquals("14.25", s.get("B_min"));
+        assertEquals("656797", s.get("B_max"));
+    }
+
+    @Test
+    void oneZeroValueLeavesNoRatioButStillTheMedians() {
+        Map<String, String> s = summary("paired", "--a", "0,5", "--b", "3,5");
+        assertEquals("n/a", s.get("ratio_B_over_A"));
+        assertEquals("n/a", s.get("ci95_low"));
+        assertEquals("n/a", s.get("half_width_pct"));
+        assertEquals("2.5", s.get("A_median"));
+        assertEquals("4", s.get("B_median"));
+    }
+
+    @Test
+    void inputThatCannotBePairedIsRefusedByItsOption() {
+        String[] r = execute("paired", "--a", "1,2", "--b", "1");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].startsWith("--b has 1 values and --a 2: one of each per pair"), r[1]);
+        r = execute("paired", "--a", "1,NaN", "--b", "1,2");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].startsWith("--a: NaN is not a finite number"), r[1]);
+        r = execute("paired", "--a", "1,x", "--b", "1,2");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].contains("--a"), r[1]);
+        r = execute("paired", "--a", "1", "--b", "1", "--figure", "two words");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].startsWith("--figure must be one word"), r[1]);
+        r = execute("paired", "--a", "1");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].contains("--b"), r[1]);
+    }
+}
