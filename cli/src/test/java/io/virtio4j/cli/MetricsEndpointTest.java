@@ -160,6 +160,24 @@ class MetricsEndpointTest {
         return e;
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"net", "blk"})
+    void aMetricsAddressThatIsRefusedIsOneLineNamingItBeforeAnythingIsServed(String device) {
+        for (String[] bad : new String[][] {
+                {"tcp:0.0.0.0:9100", "--metrics=tcp:0.0.0.0:9100: host 0.0.0.0 (0.0.0.0) is not a loopback address"},
+                {"udp:127.0.0.1:1", "--metrics=udp:127.0.0.1:1: not unix:PATH or tcp:HOST:PORT"}}) {
+            List<String> args = new ArrayList<>(List.of("serve", device, "--socket", dir.resolve("never.sock").toString(),
+                    "--metrics", bad[0]));
+            if (device.equals("blk")) {
+                args.addAll(List.of("--null", "1M"));
+            }
+            String[] r = CliRun.execute(args.toArray(String[]::new));
+            assertEquals("2", r[0], r[1]);
+            assertTrue(r[1].lines().findFirst().orElseThrow().startsWith(bad[1]), r[1]);
+            assertTrue(!Files.exists(dir.resolve("never.sock")), "nothing listens");
+        }
+    }
+
     // ---- net ----
 
     private static final byte[] UNICAST_A = {0x02, 0, 0, 0, 0, 0x0a};
