@@ -39,6 +39,8 @@ final class ServeBlkCommand implements Callable<Integer> {
 
     @Mixin
     Serving.Endpoint endpoint;
+    @Mixin
+    Serving.Metrics metrics;
     /** Exactly one, checked in {@link #call()} rather than by the group: {@code --print-capabilities} needs neither. */
     @ArgGroup
     Backing backing;
@@ -79,6 +81,7 @@ final class ServeBlkCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "one of --file=PATH (or --blk-file=PATH) or --null=SIZE is required");
         }
         endpoint.check(spec);
+        metrics.check(spec);
         if (debugNoDirtyLog) {
             System.setProperty(BlkDevice.DEBUG_SKIP_READ_DATA_LOG, "true");
             System.err.println("virtio4j serve blk: TEST ONLY --debug-no-dirty-log: read data is not marked in the dirty log");
@@ -113,7 +116,7 @@ final class ServeBlkCommand implements Callable<Integer> {
         String banner = String.format(Locale.ROOT, "virtio4j serve blk: %s, %d bytes, block %d, %d queue(s), io %s, iodepth %d%s",
                 store, store.size(), store.blockSize(), queues, options.engine().label(), depth,
                 readOnly ? ", read-only" : "");
-        Serving.serve(endpoint, device, new BackendOptions(Ordering.WEAK, true, 32), statsPeriod,
+        Serving.serve(endpoint, metrics, device, "blk", new BackendOptions(Ordering.WEAK, true, 32), statsPeriod,
                 () -> print(device, "stats"), shutdown, banner);
         return 0;
     }

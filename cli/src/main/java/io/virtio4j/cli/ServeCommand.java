@@ -35,6 +35,8 @@ public final class ServeCommand {
         CommandSpec spec;
         @Mixin
         Serving.Endpoint endpoint;
+        @Mixin
+        Serving.Metrics metrics;
         @Option(names = "--queues", description = "queue pairs (default ${DEFAULT-VALUE})")
         int queues = 1;
         @Option(names = "--mode", paramLabel = "MODE", description = "rxonly | macswap | loopback | tap:NAME (bridge to "
@@ -77,6 +79,7 @@ public final class ServeCommand {
                 return 0;
             }
             endpoint.check(spec);
+            metrics.check(spec);
             byte[] macBytes = HexFormat.ofDelimiter(":").parseHex(mac);
             TapPolling polling = new TapPolling(rxPollStop, txPoll);
             NetMode netMode = Converters.netMode(mode, polling);
@@ -104,7 +107,7 @@ public final class ServeCommand {
                 print(device, "final");
                 device.close();
             };
-            Serving.serve(endpoint, device, new BackendOptions(barriers, cachedAvail, 32), statsPeriod,
+            Serving.serve(endpoint, metrics, device, "net", new BackendOptions(barriers, cachedAvail, 32), statsPeriod,
                     () -> print(device, "stats"), shutdown, banner);
             return 0;
         }

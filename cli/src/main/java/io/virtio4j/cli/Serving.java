@@ -1,5 +1,9 @@
 package io.virtio4j.cli;
 
+import io.virtio4j.devices.metrics.InvalidMetricsAddressException;
+import io.virtio4j.devices.metrics.MetricsServer;
+import io.virtio4j.devices.metrics.MetricsSource;
+import io.virtio4j.devices.metrics.PrometheusText;
 import io.virtio4j.os.NotAListeningSocketException;
 import io.virtio4j.os.UnixServerSocket;
 import io.virtio4j.vhost.backend.BackendOptions;
@@ -11,6 +15,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.net.SocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -106,13 +112,66 @@ final class Serving {
     }
 
     /**
+     * {@code --metrics unix:PATH|tcp:HOST:PORT}: where the device's counters are served in the Prometheus text format
+     * ({@link MetricsServer}; TCP on a loopback address only, as it has no authentication).
+     */
+    static final class Metrics {
+        @Option(names = "--metrics", paramLabel = "unix:PATH|tcp:HOST:PORT", description = "serve the counters in the "
+                + "Prometheus text format (GET /metrics) on a unix socket or a loopback TCP port (0: any free one)")
+        String metrics;
+
+        private SocketAddress address;
+
+        /** Parses the address; refuses with a one-line error naming the flag and the value. */
+        void check(CommandSpec spec) {
+            if (metrics != null) {
+                try {
+                    address = MetricsServer.parse(metrics);
+                } catch (InvalidMetricsAddressException e) {
+                    throw new ParameterException(spec.commandLine(), "--metrics=" + e.getMessage());
+                }
+            }
+        }
+
+        /** Starts serving {@code source}'s counters labelled {@code device="<device>"}, or null without --metrics. */
+        MetricsServer start(MetricsSource source, String device) {
+            if (address == null) {
+                return null;
+            }
+            try {
+                return MetricsServer.start(address, () -> {
+                    PrometheusText text = new PrometheusText();
+                    source.collect(text, device);
+                    return text.text();
+                });
+            } catch (UncheckedIOException e) {
+                throw new IllegalStateException("--metrics=" + metrics + ": " + e.getCause().getMessage(), e);
+            }
+        }
+    }
+
+    /**
      * Prints {@code banner}, then serves {@code device} at {@code endpoint} (already {@link Endpoint#check checked}),
      * one front-end after another, until the process ends. Every {@code statsPeriod} seconds (0: never)
      * {@code printStats} runs on a daemon thread; SIGINT and SIGTERM stop accepting (closing the back-end and its
      * connection), then run {@code shutdown} (stop the device, print its final statistics, close what it served).
+     * With {@code --metrics} the device's counters are served (labelled {@code device="<name>"}) from before the
+     * banner until the end.
      */
+    static <D extends VirtioDevice & MetricsSource> void serve(Endpoint endpoint, Metrics metrics, D device, String name,
+                      BackendOptions options, int statsPeriod, Runnable printStats, Runnable shutdown, String banner)
+            throws Exception {
+        serve(endpoint, device, metrics.start(device, name), options, statsPeriod, printStats, shutdown, banner);
+    }
+
+    /** The same for a device without metrics ({@code serve rng}). */
     static void serve(Endpoint endpoint, VirtioDevice device, BackendOptions options, int statsPeriod,
                       Runnable printStats, Runnable shutdown, String banner) throws Exception {
+        serve(endpoint, device, null, options, statsPeriod, printStats, shutdown, banner);
+    }
+
+    private static void serve(Endpoint endpoint, VirtioDevice device, MetricsServer scraped, BackendOptions options,
+                              int statsPeriod, Runnable printStats, Runnable shutdown, String banner) throws Exception {
         VhostUserBackendEndpoint backend = new VhostUserBackendEndpoint(() -> new VhostUserSession(device, options));
         if (statsPeriod > 0) {
             ScheduledExecutorService printer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -125,9 +184,15 @@ final class Serving {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             backend.close();
             shutdown.run();
+            if (scraped != null) {
+                scraped.close();
+            }
             System.out.flush();
         }, "virtio4j-shutdown"));
         System.out.println(banner);
+        if (scraped != null) {
+            System.out.println("metrics: " + scraped.describe() + " (GET /metrics)");
+        }
         System.out.flush();
         if (endpoint.socket != null) {
             backend.listen(endpoint.socket);

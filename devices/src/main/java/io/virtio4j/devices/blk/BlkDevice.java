@@ -4,6 +4,8 @@ import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.blk.io.BlockEngine;
 import io.virtio4j.devices.blk.io.BlockStore;
+import io.virtio4j.devices.metrics.MetricsSource;
+import io.virtio4j.devices.metrics.PrometheusText;
 import io.virtio4j.devices.worker.DeviceRunners;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.vhost.backend.ConfigWriteRefusedException;
@@ -25,7 +27,7 @@ import java.util.logging.Logger;
  * starts in writeback; a driver that negotiated CONFIG_WCE may switch it with a one-byte SET_CONFIG of
  * {@code writeback}, the only writable field. Request rules: {@link BlkRequests}.
  */
-public final class BlkDevice implements VirtioDevice, AutoCloseable {
+public final class BlkDevice implements VirtioDevice, MetricsSource, AutoCloseable {
     private static final Logger LOG = Logger.getLogger(BlkDevice.class.getName());
     /** Data segments per request offered (seg_max): a 128-entry ring's worth, as QEMU's queue size - 2. */
     public static final int SEG_MAX = 126;
@@ -261,6 +263,19 @@ public final class BlkDevice implements VirtioDevice, AutoCloseable {
     /** Every queue's statistics added up. */
     public BlkStats totals() {
         return runners.totals();
+    }
+
+    /**
+     * Every queue's counters as samples, labelled {@code device}, {@code queue} and {@code direction="request"} (see
+     * {@link BlkStats}); read without waiting for the queue threads.
+     */
+    @Override
+    public void collect(PrometheusText out, String device) {
+        BlkStats[] queues = new BlkStats[options.queues()];
+        for (int q = 0; q < queues.length; q++) {
+            queues[q] = stats(q);
+        }
+        BlkStats.collect(out, device, queues);
     }
 
     /** The id of the thread serving queue {@code queue} now, or -1 while it is not started. */

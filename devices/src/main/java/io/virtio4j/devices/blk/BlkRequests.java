@@ -8,6 +8,7 @@ import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.devices.blk.io.BlockIo;
+import io.virtio4j.devices.worker.UsedFlush;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.IoVecs;
 import io.virtio4j.os.Poll;
@@ -135,6 +136,9 @@ final class BlkRequests {
     private long unsupported;
     private long malformed;
     private long notifications;
+    private long suppressed;
+    private long submitted;
+    private long completions;
 
     /**
      * @param arena    the queue thread's arena: request slots and staging live there
@@ -286,6 +290,7 @@ final class BlkRequests {
                     }
                 }
                 writeThroughSyncs += needSyncCount;
+                submitted += needSyncCount;
                 needSyncCount = 0;
                 io.submit();
                 n += r;
@@ -299,6 +304,7 @@ final class BlkRequests {
     }
 
     private void completed(int slot, long result) {
+        completions++;
         if (log != null && kind[slot] == BlkLayout.T_IN) {
             // The kernel wrote the data into guest memory (part of it, maybe, when the read failed: marked all the
             // same, the pages are changed): mark it now that it is there, before finish pushes the buffer. On a
@@ -353,8 +359,10 @@ final class BlkRequests {
     private void publish() {
         DeviceQueue q = queue;
         if (pushed > 0 && q != null && !q.isBroken()) {
-            if (q.flushUsed()) {
-                notifications++;
+            switch (UsedFlush.flush(q)) {
+                case UsedFlush.NOTIFIED -> notifications++;
+                case UsedFlush.SUPPRESSED -> suppressed++;
+                default -> { }
             }
         }
         pushed = 0;
@@ -429,14 +437,14 @@ final class BlkRequests {
             return;
         }
         long usedLength = type == BlkLayout.T_IN ? data + 1 : 1;
-        if (data == 0) { // nothing to move: done
-            answer(c.head(), sRegion, sOffset, BlkLayout.S_OK, usedLength);
-            return;
-        }
         if (type == BlkLayout.T_IN) {
             reads++;
         } else {
             writes++;
+        }
+        if (data == 0) { // nothing to move: done
+            answer(c.head(), sRegion, sOffset, BlkLayout.S_OK, usedLength);
+            return;
         }
         start(c, sRegion, sOffset, type, type == BlkLayout.T_IN ? BlockIo.READ : BlockIo.WRITE,
                 sector << BlkLayout.SECTOR_SHIFT, data, usedLength, pieces, type == BlkLayout.T_OUT && writeThrough());
@@ -543,6 +551,7 @@ final class BlkRequests {
         if (!io.queue(slot, op, offset, length, iov[slot], 0, pieces)) {
             throw new IllegalStateException("engine full with a slot free"); // one slot, one operation
         }
+        submitted++;
     }
 
     private void refuse(DescriptorChain c, MemorySegment sRegion, long sOffset, int status) {
@@ -588,28 +597,38 @@ final class BlkRequests {
         return data == 0 ? 0 : n;
     }
 
-    /** Adds this pass's counts to the stats (volatile stores, once per pass). */
+    /** Adds this pass's counts to the shared stats (once per pass, not per request). */
     private void fold() {
-        if (requests != 0 || notifications != 0 || writeThroughSyncs != 0 || ioErrors != 0 || bytesRead != 0
-                || bytesWritten != 0) {
-            stats.requests += requests;
-            stats.reads += reads;
-            stats.writes += writes;
-            stats.flushes += flushes;
-            stats.discards += discards;
-            stats.writeZeroes += writeZeroes;
-            stats.getIds += getIds;
-            stats.bytesRead += bytesRead;
-            stats.bytesWritten += bytesWritten;
-            stats.writeThroughSyncs += writeThroughSyncs;
-            stats.ioErrors += ioErrors;
-            stats.invalid += invalid;
-            stats.unsupported += unsupported;
-            stats.malformed += malformed;
-            stats.notifications += notifications;
-            requests = reads = writes = flushes = discards = writeZeroes = getIds = 0;
-            bytesRead = bytesWritten = writeThroughSyncs = ioErrors = invalid = unsupported = malformed = 0;
-            notifications = 0;
+        if ((requests | notifications | suppressed | writeThroughSyncs | ioErrors | bytesRead | bytesWritten | submitted
+                | completions) == 0) {
+            return;
+        }
+        fold(BlkStats.REQUESTS, requests);
+        fold(BlkStats.READS, reads);
+        fold(BlkStats.WRITES, writes);
+        fold(BlkStats.FLUSHES, flushes);
+        fold(BlkStats.DISCARDS, discards);
+        fold(BlkStats.WRITE_ZEROES, writeZeroes);
+        fold(BlkStats.GET_IDS, getIds);
+        fold(BlkStats.BYTES_READ, bytesRead);
+        fold(BlkStats.BYTES_WRITTEN, bytesWritten);
+        fold(BlkStats.WRITE_THROUGH_SYNCS, writeThroughSyncs);
+        fold(BlkStats.IO_ERRORS, ioErrors);
+        fold(BlkStats.INVALID, invalid);
+        fold(BlkStats.UNSUPPORTED, unsupported);
+        fold(BlkStats.MALFORMED, malformed);
+        fold(BlkStats.NOTIFICATIONS, notifications);
+        fold(BlkStats.SUPPRESSED, suppressed);
+        fold(BlkStats.SUBMITTED, submitted);
+        fold(BlkStats.COMPLETED, completions);
+        requests = reads = writes = flushes = discards = writeZeroes = getIds = 0;
+        bytesRead = bytesWritten = writeThroughSyncs = ioErrors = invalid = unsupported = malformed = 0;
+        notifications = suppressed = submitted = completions = 0;
+    }
+
+    private void fold(int counter, long count) {
+        if (count != 0) {
+            stats.add(counter, count);
         }
     }
 }

@@ -81,7 +81,7 @@ final class BlkWorker implements QueueWorker {
     @Override
     public int doWork() {
         if (kicks != 0) {
-            stats.kicks += kicks;
+            stats.add(BlkStats.KICKS, kicks);
             kicks = 0;
         }
         // A disabled ring (SET_VRING_ENABLE 0) is not taken from; what it has in flight still completes. The flag is

@@ -2,6 +2,8 @@ package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.devices.metrics.MetricsSource;
+import io.virtio4j.devices.metrics.PrometheusText;
 import io.virtio4j.devices.worker.DeviceRunners;
 import io.virtio4j.devices.worker.QueueRunner;
 import io.virtio4j.os.FramePort;
@@ -27,7 +29,7 @@ import java.util.List;
  * <p>Each pair's queues are served by a {@link QueueRunner} of its own; the pair's work is a
  * {@link ReflectorWorker} or a {@link TapBridgeWorker}.
  */
-public final class NetDevice implements VirtioDevice, AutoCloseable {
+public final class NetDevice implements VirtioDevice, MetricsSource, AutoCloseable {
 
     /**
      * Options of a net device. Errors name the component ({@link InvalidNetOptionException#option()}).
@@ -271,6 +273,19 @@ public final class NetDevice implements VirtioDevice, AutoCloseable {
     /** Statistics of queue pair {@code pair} over the device's life, across connections. */
     public NetStats stats(int pair) {
         return runners.stats(pair);
+    }
+
+    /**
+     * Every pair's counters as samples, labelled {@code device}, {@code queue} and {@code direction} (see
+     * {@link NetStats}); read without waiting for the queue threads.
+     */
+    @Override
+    public void collect(PrometheusText out, String device) {
+        NetStats[] pairs = new NetStats[options.pairs()];
+        for (int p = 0; p < pairs.length; p++) {
+            pairs[p] = stats(p);
+        }
+        NetStats.collect(out, device, pairs);
     }
 
     public int pairs() {

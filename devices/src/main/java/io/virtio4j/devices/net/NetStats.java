@@ -1,142 +1,291 @@
 package io.virtio4j.devices.net;
 
+import io.virtio4j.devices.metrics.Counters;
+import io.virtio4j.devices.metrics.PrometheusText;
+import io.virtio4j.devices.metrics.QueueMetrics;
+
 /**
- * Counters of one queue pair, written by its worker thread only (once per round, from locals, so the
- * per-frame path does no volatile store) and read by the statistics printer (racy but monotonic reads are fine
- * for a progress line; the final summary is read after the worker stops).
+ * Counters of one queue pair: per queue (direction) in DPDK vhost's per-virtqueue vocabulary (good packets and bytes,
+ * multicast, broadcast, size bins, guest notifications sent and suppressed) plus ours (drops, kicks, the tap mode's
+ * polling discipline), and per pair the thread's wake-ups. Written by the pair's thread only, once per pass from the
+ * pass's own counts ({@link FrameCounts}), so the per-frame path does no shared store; read by the statistics printer
+ * and the metrics scraper at any time (see {@link Counters} for why opaque accesses are enough).
  *
- * <p>"From guest" is the guest's transmit queue (tx), "to guest" its receive queue (rx). The wake-up, EAGAIN
- * and registration counters are those of the tap mode's polling discipline (see {@link TapPolling}).
+ * <p>Direction is the virtqueue's, as virtio-net names it: {@link #RX} is the guest's receive queue ({@code 2p}:
+ * frames delivered to the guest, "to guest"), {@link #TX} its transmit queue ({@code 2p + 1}: frames the guest sent,
+ * "from guest"). Bytes are the Ethernet frame's, without the virtio-net header and without a CRC (as DPDK counts
+ * {@code pkt_len}). The wake-up, EAGAIN and registration counters are those of the tap mode's polling discipline (see
+ * {@link TapPolling}).
  */
 public final class NetStats {
-    /** Frames the guest transmitted (taken from its transmit queue). */
-    volatile long fromGuestPackets;
-    volatile long fromGuestBytes;
-    /** Transmitted frames dropped: malformed, refused by the tap, or no receive buffer to return them in. */
-    volatile long fromGuestDrops;
-    /** Frames delivered to the guest (put on its receive queue). */
-    volatile long toGuestPackets;
-    volatile long toGuestBytes;
-    /** Frames for the guest dropped: larger than the receive buffers, or carrying offloads the guest did not negotiate. */
-    volatile long toGuestDrops;
-    /** Kicks read from the transmit queue's eventfd. */
-    volatile long kicks;
-    /** Kicks read from the receive queue's eventfd (the guest posted buffers while the device waited for them). */
-    volatile long rxKicks;
-    /** Used-buffer notifications sent on either queue. */
-    volatile long notifications;
-    /** Returns from epoll_wait with at least one kick or tap event (a control request alone does not count). */
-    volatile long wakeups;
-    /** Wake-ups after which a full pass found nothing to do. */
-    volatile long spuriousWakeups;
-    /** Reads of the tap that found no frame (EAGAIN). */
-    volatile long rxEagain;
-    /** Writes to the tap it could not take (EAGAIN): the frame stays in the ring until EPOLLOUT. */
-    volatile long txEagain;
-    /** Times a frame from the tap waited because the guest's receive ring was empty. */
-    volatile long rxRingEmpty;
-    /** Handler runs that stopped at the weight with work possibly left, and went round the loop instead. */
-    volatile long weightLimited;
-    /** epoll_ctl calls on the tap (ADD, MOD, DEL): the price of changing what is watched. */
-    volatile long tapRegistrations;
+    /** The guest's receive queue: frames to the guest. */
+    public static final int RX = 0;
+    /** The guest's transmit queue: frames from the guest. */
+    public static final int TX = 1;
 
+    // ---- per direction: counter d * PER_DIRECTION + one of these ----
+    static final int PACKETS = 0;
+    static final int BYTES = 1;
+    static final int MULTICAST = 2;
+    static final int BROADCAST = 3;
+    /** {@link #SIZE_BINS} counters from here: see {@link #sizeBin}. */
+    static final int SIZE = 4;
+    /** DPDK's size bins: undersize (below 64), 64, 65-127, 128-255, 256-511, 512-1023, 1024-1518, 1519 and up. */
+    public static final int SIZE_BINS = 8;
+    static final int DROPS = SIZE + SIZE_BINS;
+    static final int KICKS = DROPS + 1;
+    static final int NOTIFICATIONS = KICKS + 1;
+    static final int SUPPRESSED = NOTIFICATIONS + 1;
+    static final int EAGAIN = SUPPRESSED + 1;
+    static final int WEIGHT_LIMITED = EAGAIN + 1;
+    static final int RING_EMPTY = WEIGHT_LIMITED + 1;
+    static final int PER_DIRECTION = RING_EMPTY + 1;
+    // ---- per pair ----
+    static final int WAKEUPS = 2 * PER_DIRECTION;
+    static final int SPURIOUS_WAKEUPS = WAKEUPS + 1;
+    static final int TAP_REGISTRATIONS = SPURIOUS_WAKEUPS + 1;
+    private static final int COUNT = TAP_REGISTRATIONS + 1;
+
+    /** The size bins' names, DPDK's, as metric names take them. */
+    private static final String[] SIZE_NAMES = {"undersize_packets", "size_64_packets", "size_65_127_packets",
+            "size_128_255_packets", "size_256_511_packets", "size_512_1023_packets", "size_1024_1518_packets",
+            "size_1519_max_packets"};
+    private static final String[] SIZE_RANGES = {"fewer than 64", "exactly 64", "65 to 127", "128 to 255",
+            "256 to 511", "512 to 1023", "1024 to 1518", "1519 or more"};
+    private static final String[] DIRECTIONS = {"rx", "tx"};
+
+    private final Counters c = new Counters(COUNT);
+
+    /** The size bin of a frame of {@code length} bytes (Ethernet header on, no CRC): DPDK's bins. */
+    public static int sizeBin(long length) {
+        if (length < 64) {
+            return 0;
+        }
+        if (length == 64) {
+            return 1;
+        }
+        if (length < 1024) {
+            return 59 - Long.numberOfLeadingZeros(length); // 65-127: 7 significant bits -> 2, ..., 512-1023 -> 5
+        }
+        return length < 1519 ? 6 : 7;
+    }
+
+    // ---- written by the pair's thread ----
+
+    void add(int direction, int counter, long delta) {
+        c.add(direction * PER_DIRECTION + counter, delta);
+    }
+
+    void addPair(int counter, long delta) {
+        c.add(counter, delta);
+    }
+
+    // ---- read by anyone ----
+
+    private long get(int direction, int counter) {
+        return c.get(direction * PER_DIRECTION + counter);
+    }
+
+    /** Good frames on the queue of {@code direction} ({@link #RX} or {@link #TX}). */
+    public long packets(int direction) {
+        return get(direction, PACKETS);
+    }
+
+    /** Their bytes. */
+    public long bytes(int direction) {
+        return get(direction, BYTES);
+    }
+
+    /** Good frames whose destination is a multicast address other than broadcast. */
+    public long multicast(int direction) {
+        return get(direction, MULTICAST);
+    }
+
+    /** Good frames to the broadcast address. */
+    public long broadcast(int direction) {
+        return get(direction, BROADCAST);
+    }
+
+    /** Good frames in size bin {@code bin} (see {@link #sizeBin}). */
+    public long sizeBinCount(int direction, int bin) {
+        return get(direction, SIZE + java.util.Objects.checkIndex(bin, SIZE_BINS));
+    }
+
+    /** Frames dropped on the queue of {@code direction}. */
+    public long drops(int direction) {
+        return get(direction, DROPS);
+    }
+
+    /** Kicks read from that queue's eventfd. */
+    public long kicks(int direction) {
+        return get(direction, KICKS);
+    }
+
+    /** Used-buffer notifications sent on that queue. */
+    public long notifications(int direction) {
+        return get(direction, NOTIFICATIONS);
+    }
+
+    /** Publications on that queue after which the driver wanted no notification. */
+    public long notificationsSuppressed(int direction) {
+        return get(direction, SUPPRESSED);
+    }
+
+    /** Frames the guest transmitted (taken from its transmit queue). */
     public long fromGuestPackets() {
-        return fromGuestPackets;
+        return packets(TX);
     }
 
     public long fromGuestBytes() {
-        return fromGuestBytes;
+        return bytes(TX);
     }
 
+    /** Transmitted frames dropped: malformed, refused by the tap, or no receive buffer to return them in. */
     public long fromGuestDrops() {
-        return fromGuestDrops;
+        return drops(TX);
     }
 
+    /** Frames delivered to the guest (put on its receive queue). */
     public long toGuestPackets() {
-        return toGuestPackets;
+        return packets(RX);
     }
 
     public long toGuestBytes() {
-        return toGuestBytes;
+        return bytes(RX);
     }
 
+    /** Frames for the guest dropped: larger than the receive buffers, or carrying offloads the guest did not negotiate. */
     public long toGuestDrops() {
-        return toGuestDrops;
+        return drops(RX);
     }
 
+    /** Kicks read from the transmit queue's eventfd. */
     public long kicks() {
-        return kicks;
+        return kicks(TX);
     }
 
+    /** Used-buffer notifications sent on either queue. */
     public long notifications() {
-        return notifications;
+        return notifications(RX) + notifications(TX);
     }
 
+    /** Returns from epoll_wait with at least one kick or tap event (a control request alone does not count). */
     public long wakeups() {
-        return wakeups;
+        return c.get(WAKEUPS);
     }
 
+    /** Wake-ups after which a full pass found nothing to do. */
     public long spuriousWakeups() {
-        return spuriousWakeups;
+        return c.get(SPURIOUS_WAKEUPS);
     }
 
+    /** Reads of the tap that found no frame (EAGAIN). */
     public long rxEagain() {
-        return rxEagain;
+        return get(RX, EAGAIN);
     }
 
+    /** Writes to the tap it could not take (EAGAIN): the frame stays in the ring until EPOLLOUT. */
     public long txEagain() {
-        return txEagain;
+        return get(TX, EAGAIN);
     }
 
+    /** Times a frame from the tap waited because the guest's receive ring was empty. */
     public long rxRingEmpty() {
-        return rxRingEmpty;
+        return get(RX, RING_EMPTY);
     }
 
+    /** Handler runs (either direction) that stopped at the weight with work possibly left, and went round the loop instead. */
     public long weightLimited() {
-        return weightLimited;
+        return get(RX, WEIGHT_LIMITED) + get(TX, WEIGHT_LIMITED);
     }
 
+    /** epoll_ctl calls on the tap (ADD, MOD, DEL): the price of changing what is watched. */
     public long tapRegistrations() {
-        return tapRegistrations;
+        return c.get(TAP_REGISTRATIONS);
     }
 
     /** A new object holding this plus {@code other} (null counts as zero). */
     public NetStats plus(NetStats other) {
         NetStats s = new NetStats();
-        s.add(this);
+        s.c.addAll(c);
         if (other != null) {
-            s.add(other);
+            s.c.addAll(other.c);
         }
         return s;
     }
 
-    private void add(NetStats x) {
-        fromGuestPackets += x.fromGuestPackets;
-        fromGuestBytes += x.fromGuestBytes;
-        fromGuestDrops += x.fromGuestDrops;
-        toGuestPackets += x.toGuestPackets;
-        toGuestBytes += x.toGuestBytes;
-        toGuestDrops += x.toGuestDrops;
-        kicks += x.kicks;
-        rxKicks += x.rxKicks;
-        notifications += x.notifications;
-        wakeups += x.wakeups;
-        spuriousWakeups += x.spuriousWakeups;
-        rxEagain += x.rxEagain;
-        txEagain += x.txEagain;
-        rxRingEmpty += x.rxRingEmpty;
-        weightLimited += x.weightLimited;
-        tapRegistrations += x.tapRegistrations;
+    /**
+     * Adds the samples of {@code pairs} (pair {@code p}'s statistics at index {@code p}) to {@code out}: per queue,
+     * labelled {@code device}, {@code queue} (the virtqueue index: {@code 2p} receive, {@code 2p + 1} transmit) and
+     * {@code direction} ({@code rx}, {@code tx}); the thread's counters labelled {@code device} and {@code pair}.
+     */
+    static void collect(PrometheusText out, String device, NetStats[] pairs) {
+        perQueue(out, device, pairs, QueueMetrics.GOOD_PACKETS, QueueMetrics.GOOD_PACKETS_HELP, PACKETS);
+        perQueue(out, device, pairs, QueueMetrics.GOOD_BYTES, QueueMetrics.GOOD_BYTES_HELP, BYTES);
+        perQueue(out, device, pairs, "virtio4j_multicast_packets_total",
+                "Good frames to a multicast destination (broadcast not included).", MULTICAST);
+        perQueue(out, device, pairs, "virtio4j_broadcast_packets_total", "Good frames to the broadcast destination.",
+                BROADCAST);
+        for (int b = 0; b < SIZE_BINS; b++) {
+            perQueue(out, device, pairs, "virtio4j_" + SIZE_NAMES[b] + "_total", "Good frames of "
+                    + SIZE_RANGES[b] + " bytes (Ethernet header on, no CRC).", SIZE + b);
+        }
+        perQueue(out, device, pairs, "virtio4j_dropped_packets_total", "Frames dropped: rx, not deliverable (too "
+                + "large, offloads the guest did not negotiate, no receive buffer in reflector modes); tx, malformed, "
+                + "refused by the tap, or their reflection found no receive buffer.", DROPS);
+        perQueue(out, device, pairs, QueueMetrics.KICKS, QueueMetrics.KICKS_HELP, KICKS);
+        perQueue(out, device, pairs, QueueMetrics.GUEST_NOTIFICATIONS, QueueMetrics.GUEST_NOTIFICATIONS_HELP,
+                NOTIFICATIONS);
+        perQueue(out, device, pairs, QueueMetrics.GUEST_NOTIFICATIONS_SUPPRESSED,
+                QueueMetrics.GUEST_NOTIFICATIONS_SUPPRESSED_HELP, SUPPRESSED);
+        perQueue(out, device, pairs, "virtio4j_tap_eagain_total", "Tap mode: tap reads that found no frame (rx) or "
+                + "writes it could not take (tx).", EAGAIN);
+        perQueue(out, device, pairs, "virtio4j_weight_limited_total", "Handler runs that stopped at the weight with "
+                + "work possibly left.", WEIGHT_LIMITED);
+        PrometheusText.Family empty = out.counter("virtio4j_rx_ring_empty_total", "Tap mode: times a frame from the "
+                + "tap waited because the guest's receive ring was empty.");
+        for (int p = 0; p < pairs.length; p++) {
+            empty.sample(pairs[p].get(RX, RING_EMPTY), "device", device, "queue", Integer.toString(2 * p),
+                    "direction", DIRECTIONS[RX]);
+        }
+        perPair(out, device, pairs, "virtio4j_wakeups_total", "Returns of the pair's thread from epoll_wait with at "
+                + "least one kick or tap event.", WAKEUPS);
+        perPair(out, device, pairs, "virtio4j_spurious_wakeups_total", "Wake-ups after which a full pass found "
+                + "nothing to do.", SPURIOUS_WAKEUPS);
+        perPair(out, device, pairs, "virtio4j_tap_registrations_total", "Tap mode: epoll_ctl calls on the tap (ADD, "
+                + "MOD, DEL).", TAP_REGISTRATIONS);
     }
 
-    /** Every counter as key=value, for logs and progress lines. */
+    private static void perQueue(PrometheusText out, String device, NetStats[] pairs, String name, String help,
+                                 int counter) {
+        PrometheusText.Family f = out.counter(name, help);
+        for (int p = 0; p < pairs.length; p++) {
+            for (int d = RX; d <= TX; d++) {
+                f.sample(pairs[p].get(d, counter), "device", device, "queue", Integer.toString(2 * p + d),
+                        "direction", DIRECTIONS[d]);
+            }
+        }
+    }
+
+    private static void perPair(PrometheusText out, String device, NetStats[] pairs, String name, String help,
+                                int counter) {
+        PrometheusText.Family f = out.counter(name, help);
+        for (int p = 0; p < pairs.length; p++) {
+            f.sample(pairs[p].c.get(counter), "device", device, "pair", Integer.toString(p));
+        }
+    }
+
+    /** The line {@code --stats-period} prints: the counters a person looks at first. */
     @Override
     public String toString() {
-        return "from-guest packets=" + fromGuestPackets + " bytes=" + fromGuestBytes + " drops=" + fromGuestDrops
-                + " | to-guest packets=" + toGuestPackets + " bytes=" + toGuestBytes + " drops=" + toGuestDrops
-                + " | kicks tx=" + kicks + " rx=" + rxKicks + " notifications=" + notifications
-                + " | wakeups=" + wakeups + " spurious=" + spuriousWakeups + " eagain rx=" + rxEagain + " tx=" + txEagain
-                + " rx-ring-empty=" + rxRingEmpty + " weight-limited=" + weightLimited
-                + " tap-registrations=" + tapRegistrations;
+        return "from-guest packets=" + fromGuestPackets() + " bytes=" + fromGuestBytes() + " drops=" + fromGuestDrops()
+                + " multicast=" + multicast(TX) + " broadcast=" + broadcast(TX)
+                + " | to-guest packets=" + toGuestPackets() + " bytes=" + toGuestBytes() + " drops=" + toGuestDrops()
+                + " | kicks tx=" + kicks(TX) + " rx=" + kicks(RX)
+                + " | notifications tx=" + notifications(TX) + " rx=" + notifications(RX)
+                + " suppressed tx=" + notificationsSuppressed(TX) + " rx=" + notificationsSuppressed(RX)
+                + " | wakeups=" + wakeups() + " spurious=" + spuriousWakeups() + " eagain rx=" + rxEagain()
+                + " tx=" + txEagain() + " rx-ring-empty=" + rxRingEmpty() + " weight-limited=" + weightLimited()
+                + " tap-registrations=" + tapRegistrations();
     }
 }

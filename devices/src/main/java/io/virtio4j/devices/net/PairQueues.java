@@ -7,7 +7,7 @@ import io.virtio4j.vhost.backend.QueueContext;
 /**
  * The bookkeeping every {@link PairWork} shares, on the runner's thread only: which of the pair's two queues are
  * attached, the receive queue's {@link RxDelivery}, the two kick switches, and the kicks read since they were last
- * folded into the pair's {@link NetStats} (counted in plain fields, so reading a kick does no volatile store).
+ * folded into the pair's {@link NetStats} (counted in plain fields, so reading a kick does no shared store).
  */
 final class PairQueues {
     /** The receive queue, or null while it is not attached. */
@@ -72,11 +72,11 @@ final class PairQueues {
     /** Adds the kicks counted since the last fold to {@code stats}. */
     void foldKicks(NetStats stats) {
         if (txKicks != 0) {
-            stats.kicks += txKicks;
+            stats.add(NetStats.TX, NetStats.KICKS, txKicks);
             txKicks = 0;
         }
         if (rxKicks != 0) {
-            stats.rxKicks += rxKicks;
+            stats.add(NetStats.RX, NetStats.KICKS, rxKicks);
             rxKicks = 0;
         }
     }

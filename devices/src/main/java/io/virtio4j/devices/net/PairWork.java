@@ -1,6 +1,7 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.devices.worker.QueueWorker;
+import io.virtio4j.devices.worker.UsedFlush;
 import io.virtio4j.vhost.backend.QueueContext;
 
 /**
@@ -11,10 +12,18 @@ sealed interface PairWork extends QueueWorker permits ReflectorWorker, TapBridge
     /** The pair's counters, written by the runner's thread. */
     NetStats stats();
 
-    /** Publishes the used elements pushed on {@code q} and notifies the driver if it asked; counts notifications. */
+    /**
+     * Publishes the used elements pushed on {@code q} and notifies the driver if it asked; counts the notification, or
+     * its suppression, on {@code q}'s direction (once per pass: a store to the shared counters is fine here).
+     */
     default void flush(QueueContext q) {
-        if (q != null && !q.queue().isBroken() && q.queue().flushUsed()) {
-            stats().notifications++;
+        if (q == null || q.queue().isBroken()) {
+            return;
+        }
+        int outcome = UsedFlush.flush(q.queue());
+        if (outcome != UsedFlush.NONE) {
+            stats().add(q.index() % 2 == 0 ? NetStats.RX : NetStats.TX,
+                    outcome == UsedFlush.NOTIFIED ? NetStats.NOTIFICATIONS : NetStats.SUPPRESSED, 1);
         }
     }
 }

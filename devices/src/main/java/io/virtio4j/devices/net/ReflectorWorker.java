@@ -40,12 +40,9 @@ final class ReflectorWorker implements PairWork {
     private final long[] batchLength = new long[BATCH];
     private final int[] batchHead = new int[BATCH];
     private long touchSink;
-    /** This pass's counts, folded into {@link #stats} at its end. */
-    private long passPackets;
-    private long passBytes;
-    private long passDrops;
-    private long passDelivered;
-    private long passDeliveredBytes;
+    /** This pass's counts per direction, folded into {@link #stats} at its end. */
+    private final FrameCounts txCounts = new FrameCounts();
+    private final FrameCounts rxCounts = new FrameCounts();
 
     ReflectorWorker(int pair, NetMode.Reflection reflection, int weight) {
         this.pair = pair;
@@ -157,16 +154,10 @@ final class ReflectorWorker implements PairWork {
             flush(t);
             flush(queues.rx);
         }
-        if ((passPackets | passDrops) != 0) {
-            // The counters are volatile (read by other threads): added to once per pass, not per frame; also after
-            // a pass a broken queue cut short, for the frames it had served.
-            stats.fromGuestPackets += passPackets;
-            stats.fromGuestBytes += passBytes;
-            stats.fromGuestDrops += passDrops;
-            stats.toGuestPackets += passDelivered;
-            stats.toGuestBytes += passDeliveredBytes;
-            passPackets = passBytes = passDrops = passDelivered = passDeliveredBytes = 0;
-        }
+        // The shared counters are added to once per pass, not per frame; also after a pass a broken queue cut short,
+        // for the frames it had served.
+        txCounts.foldInto(stats, NetStats.TX);
+        rxCounts.foldInto(stats, NetStats.RX);
         return n;
     }
 
@@ -179,7 +170,7 @@ final class ReflectorWorker implements PairWork {
                        long total, DescriptorChain chain) {
         long len = total - NetFeatures.HDR_LEN;
         if (len < NetFeatures.ETH_HEADER || len > MAX_FRAME) {
-            passDrops++;
+            txCounts.drop();
         } else {
             // Copy the frame out before using it: the guest may rewrite its buffer at any moment. The header is only
             // needed when the frame goes back (RxDelivery reads its flags and gso_type), and copying it apart keeps
@@ -191,8 +182,7 @@ final class ReflectorWorker implements PairWork {
             } else {
                 chain.gather(NetFeatures.HDR_LEN, frame, NetFeatures.HDR_LEN, len);
             }
-            passPackets++;
-            passBytes += len;
+            txCounts.good(frame, NetFeatures.HDR_LEN, len);
             if (back) {
                 if (chain == null) {
                     MemorySegment.copy(region, offset, frame, 0, NetFeatures.HDR_LEN);
@@ -200,10 +190,9 @@ final class ReflectorWorker implements PairWork {
                     chain.gather(0, frame, 0, NetFeatures.HDR_LEN);
                 }
                 if (reflect(r, total)) {
-                    passDelivered++;
-                    passDeliveredBytes += len;
+                    rxCounts.good(frame, NetFeatures.HDR_LEN, len); // as delivered: MACs swapped when asked
                 } else {
-                    passDrops++;
+                    txCounts.drop();
                 }
             }
         }

@@ -92,9 +92,11 @@ final class TapBridgeWorker implements PairWork {
     private boolean woke;
     private boolean loggedTxError;
 
-    // per-round counters, folded into the volatile stats once per handler run
+    // per-round counters, folded into the shared stats once per handler run
     private long wakeups;
     private long spurious;
+    private final FrameCounts txCounts = new FrameCounts();
+    private final FrameCounts rxCounts = new FrameCounts();
 
     TapBridgeWorker(int pair, FramePort port, TapPolling polling, int weight) {
         this.pair = pair;
@@ -134,7 +136,7 @@ final class TapBridgeWorker implements PairWork {
     @Override
     public void onStop() {
         if (pendingLen >= 0) {
-            stats.toGuestDrops++; // a frame read from the tap that no ring will take now
+            stats.add(NetStats.RX, NetStats.DROPS, 1); // a frame read from the tap that no ring will take now
             pendingLen = -1;
         }
         foldLoopCounters();
@@ -167,18 +169,15 @@ final class TapBridgeWorker implements PairWork {
         }
         DeviceQueue q = t.queue();
         int n = 0;
-        long packets = 0;
-        long bytes = 0;
-        long drops = 0;
         long eagain = 0;
         try {
             DescriptorChain c;
-            while (n < weight && bytes < BYTE_WEIGHT && (c = q.pop()) != null) {
+            while (n < weight && txCounts.bytes() < BYTE_WEIGHT && (c = q.pop()) != null) {
                 long total = c.readableBytes();
                 int head = c.head();
                 if (!forward || total < NetFeatures.HDR_LEN + NetFeatures.ETH_HEADER || total > STAGING) {
                     // A disabled ring is drained without side effects; a malformed frame is dropped.
-                    drops++;
+                    txCounts.drop();
                     q.pushUsed(head, 0);
                     n++;
                     continue;
@@ -197,28 +196,26 @@ final class TapBridgeWorker implements PairWork {
                 }
                 n++;
                 if (w < 0) {
-                    drops++; // refused by the kernel (e.g. EINVAL for a bad header, EIO while the tap is down)
+                    txCounts.drop(); // refused by the kernel (e.g. EINVAL for a bad header, EIO while the tap is down)
                     noteTxError(w);
                 } else {
-                    packets++;
-                    bytes += total - NetFeatures.HDR_LEN;
+                    txCounts.good(txFrame, NetFeatures.HDR_LEN, total - NetFeatures.HDR_LEN);
                 }
                 q.pushUsed(head, 0);
             }
         } catch (VirtqueueException e) {
             LOG.warning("queue pair " + pair + ": transmit queue " + t.index() + " broken: " + e.getMessage());
         }
+        long bytes = txCounts.bytes();
         if (n > 0) {
             flush(t);
-            stats.fromGuestPackets += packets;
-            stats.fromGuestBytes += bytes;
-            stats.fromGuestDrops += drops;
+            txCounts.foldInto(stats, NetStats.TX);
         }
         if (eagain > 0) {
-            stats.txEagain += eagain;
+            stats.add(NetStats.TX, NetStats.EAGAIN, eagain);
         }
         if (n >= weight || bytes >= BYTE_WEIGHT) {
-            stats.weightLimited++;
+            stats.add(NetStats.TX, NetStats.WEIGHT_LIMITED, 1);
         }
         return n;
     }
@@ -251,13 +248,10 @@ final class TapBridgeWorker implements PairWork {
             updateTapRegistration();
         }
         int n = 0;
-        long delivered = 0;
-        long bytes = 0;
-        long drops = 0;
         long eagain = 0;
         long empty = 0;
         try {
-            while (n < weight && bytes < BYTE_WEIGHT) {
+            while (n < weight && rxCounts.bytes() < BYTE_WEIGHT) {
                 if (pendingLen < 0) {
                     long len = port.read(rxFrame, STAGING);
                     if (len == -Errno.EAGAIN) {
@@ -280,32 +274,28 @@ final class TapBridgeWorker implements PairWork {
                 }
                 n++;
                 if (outcome == RxDelivery.DELIVERED) {
-                    delivered++;
-                    bytes += pendingLen - NetFeatures.HDR_LEN;
+                    rxCounts.good(rxFrame, NetFeatures.HDR_LEN, pendingLen - NetFeatures.HDR_LEN);
                 } else {
-                    drops++;
+                    rxCounts.drop();
                 }
                 pendingLen = -1;
             }
         } catch (VirtqueueException e) {
             LOG.warning("queue pair " + pair + ": receive queue " + r.index() + " broken: " + e.getMessage());
         }
-        if (delivered > 0) {
+        long bytes = rxCounts.bytes();
+        if (rxCounts.packets() > 0) {
             flush(r);
-            stats.toGuestPackets += delivered;
-            stats.toGuestBytes += bytes;
         }
-        if (drops > 0) {
-            stats.toGuestDrops += drops;
-        }
+        rxCounts.foldInto(stats, NetStats.RX);
         if (eagain > 0) {
-            stats.rxEagain += eagain;
+            stats.add(NetStats.RX, NetStats.EAGAIN, eagain);
         }
         if (empty > 0) {
-            stats.rxRingEmpty += empty;
+            stats.add(NetStats.RX, NetStats.RING_EMPTY, empty);
         }
         if (n >= weight || bytes >= BYTE_WEIGHT) {
-            stats.weightLimited++;
+            stats.add(NetStats.RX, NetStats.WEIGHT_LIMITED, 1);
         }
         return n;
     }
@@ -349,7 +339,7 @@ final class TapBridgeWorker implements PairWork {
             epoll.modify(port.fileDescriptor(), want | Epoll.EPOLLET, TAP);
         }
         tapMask = want;
-        stats.tapRegistrations++;
+        stats.addPair(NetStats.TAP_REGISTRATIONS, 1);
     }
 
     // ---- sleeping ----
@@ -406,11 +396,11 @@ final class TapBridgeWorker implements PairWork {
 
     private void foldLoopCounters() {
         if (wakeups != 0) {
-            stats.wakeups += wakeups;
+            stats.addPair(NetStats.WAKEUPS, wakeups);
             wakeups = 0;
         }
         if (spurious != 0) {
-            stats.spuriousWakeups += spurious;
+            stats.addPair(NetStats.SPURIOUS_WAKEUPS, spurious);
             spurious = 0;
         }
         queues.foldKicks(stats);

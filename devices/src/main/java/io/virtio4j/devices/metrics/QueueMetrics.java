@@ -1,0 +1,24 @@
+package io.virtio4j.devices.metrics;
+
+/**
+ * The metric families every device's queues have, named once so that two devices in one scrape add to the same
+ * family with the same help (DPDK vhost's per-virtqueue names where it has one, with our prefix and {@code _total}).
+ */
+public final class QueueMetrics {
+    public static final String GOOD_PACKETS = "virtio4j_good_packets_total";
+    public static final String GOOD_PACKETS_HELP = "Good frames: taken from the guest (tx) or delivered to it (rx).";
+    public static final String GOOD_BYTES = "virtio4j_good_bytes_total";
+    public static final String GOOD_BYTES_HELP = "Bytes of the good frames (Ethernet header on, virtio-net header "
+            + "and CRC off).";
+    public static final String KICKS = "virtio4j_kicks_total";
+    public static final String KICKS_HELP = "Kicks (available-buffer notifications) read from the queue's eventfd.";
+    public static final String GUEST_NOTIFICATIONS = "virtio4j_guest_notifications_total";
+    public static final String GUEST_NOTIFICATIONS_HELP = "Used-buffer notifications sent to the guest (call "
+            + "eventfd written).";
+    public static final String GUEST_NOTIFICATIONS_SUPPRESSED = "virtio4j_guest_notifications_suppressed_total";
+    public static final String GUEST_NOTIFICATIONS_SUPPRESSED_HELP = "Used-buffer publications after which the "
+            + "driver wanted no notification (EVENT_IDX or NO_INTERRUPT).";
+
+    private QueueMetrics() {
+    }
+}

@@ -1,0 +1,80 @@
+package io.virtio4j.devices.net;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * One direction's counts of the current pass, on the pair's thread only: plain fields bumped per frame and added to the
+ * pair's {@link NetStats} once at the pass's end ({@link #foldInto}), so the per-frame path does no shared store.
+ * Every worker counts its frames here: the one place a frame's size bin and destination kind are decided.
+ */
+final class FrameCounts {
+    private long packets;
+    private long bytes;
+    private long multicast;
+    private long broadcast;
+    private long drops;
+    private final long[] bins = new long[NetStats.SIZE_BINS];
+
+    /**
+     * A good frame of {@code length} bytes (Ethernet header on, no virtio-net header) whose destination address is at
+     * {@code destination} in {@code frame}: a copy on our side, so reading it costs no guest-memory access.
+     */
+    void good(MemorySegment frame, long destination, long length) {
+        packets++;
+        bytes += length;
+        bins[NetStats.sizeBin(length)]++;
+        // The group bit (I/G) of the first octet marks multicast; broadcast is the all-ones group address, counted
+        // apart as DPDK does (its multicast count leaves broadcast out).
+        if ((frame.get(ValueLayout.JAVA_BYTE, destination) & 1) != 0) {
+            if (frame.get(ValueLayout.JAVA_INT_UNALIGNED, destination) == -1
+                    && frame.get(ValueLayout.JAVA_SHORT_UNALIGNED, destination + 4) == -1) {
+                broadcast++;
+            } else {
+                multicast++;
+            }
+        }
+    }
+
+    /** A frame dropped. */
+    void drop() {
+        drops++;
+    }
+
+    /** Good frames counted in this pass so far. */
+    long packets() {
+        return packets;
+    }
+
+    /** Their bytes. */
+    long bytes() {
+        return bytes;
+    }
+
+    /** Adds this pass's counts to {@code stats} under {@code direction} and starts the next pass at zero. */
+    void foldInto(NetStats stats, int direction) {
+        if ((packets | drops) == 0) {
+            return;
+        }
+        if (packets != 0) {
+            stats.add(direction, NetStats.PACKETS, packets);
+            stats.add(direction, NetStats.BYTES, bytes);
+            if (multicast != 0) {
+                stats.add(direction, NetStats.MULTICAST, multicast);
+            }
+            if (broadcast != 0) {
+                stats.add(direction, NetStats.BROADCAST, broadcast);
+            }
+            for (int b = 0; b < bins.length; b++) {
+                if (bins[b] != 0) {
+                    stats.add(direction, NetStats.SIZE + b, bins[b]);
+                    bins[b] = 0;
+                }
+            }
+        }
+        if (drops != 0) {
+            stats.add(direction, NetStats.DROPS, drops);
+        }
+        packets = bytes = multicast = broadcast = drops = 0;
+    }
+}
