@@ -60,7 +60,8 @@ public final class BenchReport {
     }
 
     /** Figures shown in an A/B comparison. */
-    private static final Metric[] COMPARED = {Metric.BUFFERS_PER_S, Metric.NS_PER_BUFFER, Metric.DRIVER_CPU_MS,
+    private static final Metric[] COMPARED = {Metric.BUFFERS_PER_S, Metric.NS_PER_BUFFER, Metric.CPU_NS_PER_BUFFER,
+        Metric.DRIVER_CPU_MS,
         Metric.DEVICE_CPU_MS, Metric.KICKS_PER_BUFFER, Metric.NOTIFICATIONS_PER_BUFFER,
         Metric.AVAIL_IDX_READS_PER_BUFFER, Metric.AVAIL_IDX_WRITES_PER_BUFFER, Metric.USED_IDX_READS_PER_BUFFER,
         Metric.SPURIOUS_WAKEUPS, Metric.ALLOCATED_BYTES_PER_BUFFER, Metric.PROBE_NS};
@@ -68,7 +69,7 @@ public final class BenchReport {
     public static void printComparison(PrintStream out, String key, Interleaved.Pairs p) {
         String a = key + "=" + p.a().toMap().get(key);
         String b = key + "=" + p.b().toMap().get(key);
-        out.printf(Locale.ROOT, "%n Interleaved A/B (%d pairs, A B A B ..., %,d buffers each) of '%s'%n   A: %s%n   B: %s%n%n",
+        out.printf(Locale.ROOT, "%n Interleaved A/B (%d pairs, A B, B A, A B ..., %,d buffers each) of '%s'%n   A: %s%n   B: %s%n%n",
                 p.aRuns().size(), p.a().bufs(), p.a().describe(), a, b);
         out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %s%n", "figure", "A median", "B median", "B/A", "95% CI of B/A");
         for (Metric m : COMPARED) {
@@ -76,7 +77,8 @@ public final class BenchReport {
             Summary sb = m.summarize(p.bRuns());
             PairedRatio r = p.ratio(m);
             String ratio = Double.isNaN(r.geoMean()) ? "n/a" : String.format(Locale.ROOT, "%.4f", r.geoMean());
-            String ci = r.hasInterval() ? String.format(Locale.ROOT, "[%.4f, %.4f]", r.ciLow(), r.ciHigh()) : "n/a";
+            String ci = r.hasInterval() ? String.format(Locale.ROOT, "[%.4f, %.4f] ±%.1f%%", r.ciLow(), r.ciHigh(),
+                    100 * r.halfWidth()) : "n/a";
             out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %s%n", m.label(), m.format(sa.median()),
                     m.format(sb.median()), ratio, ci);
         }
@@ -96,6 +98,8 @@ public final class BenchReport {
             j.put("geo_mean", r.geoMean());
             j.put("median", r.median());
             j.put("ci95", List.of(r.ciLow(), r.ciHigh()));
+            j.put("half_width", r.halfWidth());
+            j.put("outlier_pairs", r.outliers());
             ratios.put(m.key(), j);
         }
         root.put("ratio_b_over_a", ratios);
