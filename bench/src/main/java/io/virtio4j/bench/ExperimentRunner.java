@@ -182,13 +182,13 @@ public final class ExperimentRunner {
             }
             Metric m = e.metric();
             PairedRatio ratio = r.ratio();
-            String verdict = r.verdict() == Verdict.INCONCLUSIVE
-                    ? String.format(Locale.ROOT, "inconclusive at ±%.1f%%", 100 * ratio.halfWidth()) : r.verdict().text();
-            sb.append(String.format(Locale.ROOT, "| %s | %s=%s | %s=%s | %s | %s | %s | %.3f | [%.3f, %.3f] | %.1f%% | %s "
+            String verdict = r.verdict() == Verdict.INCONCLUSIVE ? "inconclusive at ±" + percent(ratio.halfWidth())
+                    : r.verdict().text();
+            sb.append(String.format(Locale.ROOT, "| %s | %s=%s | %s=%s | %s | %s | %s | %.3f | [%.3f, %.3f] | %s | %s "
                             + "| %d | %d | %.0f | %s | %s | %s |%n",
                     e.id(), e.key(), e.a(), e.key(), e.b(), m.label(),
                     m.format(m.summarize(r.pairs().aRuns()).median()), m.format(m.summarize(r.pairs().bRuns()).median()),
-                    ratio.geoMean(), ratio.ciLow(), ratio.ciHigh(), 100 * ratio.halfWidth(), claimed, r.pairs().size(),
+                    ratio.geoMean(), ratio.ciLow(), ratio.ciHigh(), percent(ratio.halfWidth()), claimed, r.pairs().size(),
                     r.outlierPairs().size(), r.seconds(), aToB(r, Metric.CPU_NS_PER_BUFFER), e.counter() == null ? "-"
                             : e.counter().label() + " " + aToB(r, e.counter()), verdict));
         }
@@ -198,9 +198,9 @@ public final class ExperimentRunner {
             if (r.pairs() == null) {
                 continue;
             }
-            sb.append(String.format(Locale.ROOT, "  - %d pairs in %.0f s (%s), half-width %.1f%%; pairs during which the "
+            sb.append(String.format(Locale.ROOT, "  - %d pairs in %.0f s (%s), half-width %s; pairs during which the "
                             + "probe changed state: %d%n", r.pairs().size(), r.seconds(), r.stop().text(),
-                    100 * r.ratio().halfWidth(), r.pairsChangingState()));
+                    percent(r.ratio().halfWidth()), r.pairsChangingState()));
             if (!r.outlierPairs().isEmpty()) {
                 StringBuilder o = new StringBuilder();
                 for (int pair : r.outlierPairs()) {
@@ -213,9 +213,10 @@ public final class ExperimentRunner {
             for (Map<String, Object> st : r.byState()) {
                 List<?> probe = (List<?>) st.get("probe_ns");
                 List<?> ci = (List<?>) st.get("ci95");
-                sb.append(String.format(Locale.ROOT, "  - %s state (probe %.0f-%.0f ns): %d pairs, B/A %.3f [%.3f, %.3f]%n",
+                sb.append(String.format(Locale.ROOT, "  - %s state (probe %.0f-%.0f ns): %d pairs, B/A %.3f%s%n",
                         st.get("state"), (Double) probe.get(0), (Double) probe.get(1), (Integer) st.get("pairs"),
-                        (Double) st.get("ratio"), (Double) ci.get(0), (Double) ci.get(1)));
+                        (Double) st.get("ratio"), Double.isNaN((Double) ci.get(0)) ? ""
+                                : String.format(Locale.ROOT, " [%.3f, %.3f]", (Double) ci.get(0), (Double) ci.get(1))));
             }
             if (r.details() != null && r.details().get("medians") instanceof Map<?, ?> med) {
                 sb.append("  - medians per run, A: ").append(med.get("a")).append('\n');
@@ -224,6 +225,14 @@ public final class ExperimentRunner {
         }
         sb.append("\n").append(how).append('\n');
         return sb.toString();
+    }
+
+    /** A relative half-width in percent; beyond 1000% only that (a run too short to say anything). */
+    static String percent(double halfWidth) {
+        if (Double.isNaN(halfWidth)) {
+            return "n/a";
+        }
+        return halfWidth > 10 ? ">1000%" : String.format(Locale.ROOT, "%.1f%%", 100 * halfWidth);
     }
 
     /** "A median → B median (B/A)" of a second figure. */

@@ -99,13 +99,26 @@ public final class ExperimentsCommand implements Callable<Integer> {
                         + "frames the guest received per second, no pinning); ratio = geometric mean of per-pair B/A, "
                         + "95%% CI = t interval over log ratios, ± = its half-width relative to the ratio, outliers (beyond "
                         + "%.0f MAD) counted and kept; CPU = driver + device thread CPU time; took %.0f s.",
-                String.join(" ", spec.commandLine().getParseResult().originalArgs()).transform(a -> a.isEmpty() ? "" : " " + a),
+                arguments(),
                 java.time.LocalDate.now(), ring.describe(), tapPairs, n, warmup, netWindow, PairedRatio.OUTLIER_MADS,
                 (System.nanoTime() - t0) / 1e9);
         ExperimentRunner.write(results, out, how);
-        System.out.println(ExperimentRunner.markdown(results, how));
-        System.out.println("Written: " + out.resolve("experiments.json") + ", " + out.resolve("experiments.md")
+        java.io.PrintWriter stdout = spec.commandLine().getOut();
+        stdout.println(ExperimentRunner.markdown(results, how));
+        stdout.println("Written: " + out.resolve("experiments.json") + ", " + out.resolve("experiments.md")
                 + " and one PNG per measured experiment in " + out);
+        stdout.flush();
         return 0;
+    }
+
+    /** The arguments given after the command's name, each with a leading space, for the report. */
+    private String arguments() {
+        List<String> args = spec.commandLine().getParseResult().originalArgs();
+        int from = args.indexOf(spec.name()) + 1;
+        StringBuilder sb = new StringBuilder();
+        for (String a : args.subList(from, args.size())) {
+            sb.append(' ').append(a);
+        }
+        return sb.toString();
     }
 }
