@@ -193,6 +193,23 @@ public final class ExperimentRunner {
                             : e.counter().label() + " " + aToB(r, e.counter()), verdict));
         }
         sb.append('\n');
+        int ringRows = 0;
+        int atTarget = 0;
+        int budgetSpent = 0;
+        double ringSeconds = 0;
+        for (ExperimentResult r : results) {
+            if (r.pairs() != null && r.experiment().tap() == null) {
+                ringRows++;
+                atTarget += r.stop() == AdaptivePairs.Stop.TARGET ? 1 : 0;
+                budgetSpent += r.stop() == AdaptivePairs.Stop.BUDGET ? 1 : 0;
+                ringSeconds += r.seconds();
+            }
+        }
+        if (atTarget + budgetSpent > 0) {
+            sb.append(String.format(Locale.ROOT, "Adaptive stopping: %d of %d ring rows reached the target half-width, %d "
+                    + "stopped when the budget was spent; the ring rows took %.0f s.%n%n", atTarget, ringRows, budgetSpent,
+                    ringSeconds));
+        }
         for (ExperimentResult r : results) {
             sb.append("- **").append(r.experiment().id()).append("**: ").append(r.experiment().claim()).append('\n');
             if (r.pairs() == null) {
@@ -239,6 +256,7 @@ public final class ExperimentRunner {
     private static String aToB(ExperimentResult r, Metric m) {
         PairedRatio q = r.pairs().ratio(m);
         return m.format(m.summarize(r.pairs().aRuns()).median()) + " → " + m.format(m.summarize(r.pairs().bRuns()).median())
-                + (Double.isNaN(q.geoMean()) ? "" : String.format(Locale.ROOT, " (%.3f)", q.geoMean()));
+                + (Double.isNaN(q.geoMean()) ? "" : String.format(Locale.ROOT, " (%.3f%s)", q.geoMean(),
+                        q.hasInterval() ? " ±" + percent(q.halfWidth()) : ""));
     }
 }

@@ -55,8 +55,10 @@ class ExperimentReportTest {
         assertEquals("1", cells.get(11), row); // outliers
         assertEquals("42", cells.get(12), row); // seconds
         assertEquals(String.format(java.util.Locale.ROOT, "%.1f%%", 100 * x.ratio().halfWidth()), cells.get(8), row);
-        assertEquals("avail.idx reads/buffer 2.0000 → 1.0000 (0.500)", cells.get(14), row);
-        assertEquals("50.0 → 50.0 (1.000)", cells.get(13), row);
+        assertEquals("avail.idx reads/buffer 2.0000 → 1.0000 (0.500 ±0.0%)", cells.get(14), row);
+        assertEquals("50.0 → 50.0 (1.000 ±0.0%)", cells.get(13), row);
+        assertTrue(md.contains("Adaptive stopping: 0 of 1 ring rows reached the target half-width, 1 stopped when the "
+                + "budget was spent; the ring rows took 42 s."), md);
         assertTrue(md.contains("outlier pairs (beyond 3.0 MAD of log B/A, kept in the interval): #8 1.400 (probe 165 ns)"), md);
         assertTrue(md.contains("8 pairs in 42 s (budget spent)"), md);
         // the interval holds 1 and the claimed 0.963 because of the outlier, which is not dropped
