@@ -71,18 +71,20 @@ public final class BenchReport {
         String b = key + "=" + p.b().toMap().get(key);
         out.printf(Locale.ROOT, "%n Interleaved A/B (%d pairs, A B, B A, A B ..., %,d buffers each) of '%s'%n   A: %s%n   B: %s%n%n",
                 p.aRuns().size(), p.a().bufs(), p.a().describe(), a, b);
-        out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %s%n", "figure", "A median", "B median", "B/A", "95% CI of B/A");
+        out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %-28s %s%n", "figure", "A median", "B median", "B/A",
+                "95% CI of B/A, half-width", "outlier pairs");
         for (Metric m : COMPARED) {
             Summary sa = m.summarize(p.aRuns());
             Summary sb = m.summarize(p.bRuns());
             PairedRatio r = p.ratio(m);
             String ratio = Double.isNaN(r.geoMean()) ? "n/a" : String.format(Locale.ROOT, "%.4f", r.geoMean());
-            String ci = r.hasInterval() ? String.format(Locale.ROOT, "[%.4f, %.4f] ±%.1f%%", r.ciLow(), r.ciHigh(),
-                    100 * r.halfWidth()) : "n/a";
-            out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %s%n", m.label(), m.format(sa.median()),
-                    m.format(sb.median()), ratio, ci);
+            String ci = r.hasInterval() ? String.format(Locale.ROOT, "[%.4f, %.4f] ±%s", r.ciLow(), r.ciHigh(),
+                    ExperimentRunner.percent(r.halfWidth())) : "n/a";
+            out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %-28s %d%n", m.label(), m.format(sa.median()),
+                    m.format(sb.median()), ratio, ci, r.outliers().length);
         }
-        out.println("\n  B/A is the geometric mean of the per-pair ratios; the interval is a t interval over their logs.");
+        out.println("\n  B/A is the geometric mean of the per-pair ratios; the interval is a t interval over their logs,"
+                + " computed with the outlier pairs (log ratio beyond " + PairedRatio.OUTLIER_MADS + " MAD of the median).");
     }
 
     public static Map<String, Object> comparisonJson(String key, Interleaved.Pairs p) {
