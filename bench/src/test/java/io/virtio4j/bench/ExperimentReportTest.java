@@ -43,7 +43,7 @@ class ExperimentReportTest {
     }
 
     @Test
-    void anOutlierIsCountedShownAndKept() {
+    void anOutlierIsCountedShownAndKept(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
         double[] r = {0.96, 0.97, 0.95, 0.96, 0.97, 0.95, 0.96, 1.40};
         double[] probe = {170, 165, 160, 170, 165, 160, 170, 165};
         ExperimentResult x = result(r, probe);
@@ -75,6 +75,17 @@ class ExperimentReportTest {
         assertEquals("BA", ((Map<?, ?>) perPair.get(1)).get("order"));
         assertEquals(true, ((Map<?, ?>) perPair.get(7)).get("outlier"));
         assertTrue(x.byState().isEmpty(), "one cache state");
+        Chart.write(x, dir.resolve("chart.png"));
+        java.awt.image.BufferedImage img = javax.imageio.ImageIO.read(dir.resolve("chart.png").toFile());
+        assertEquals(900, img.getWidth());
+        // pair 8's number is drawn in the outlier colour (pairs are numbered under the axis, 8 of them here)
+        boolean orange = false;
+        for (int px = 110; px < 880 && !orange; px++) {
+            for (int py = 410; py < 430 && !orange; py++) {
+                orange = img.getRGB(px, py) == 0xffff7f0e;
+            }
+        }
+        assertTrue(orange, "the outlier pair is marked");
     }
 
     @Test
