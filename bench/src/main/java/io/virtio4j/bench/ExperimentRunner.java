@@ -121,14 +121,22 @@ public final class ExperimentRunner {
                 List<Map<String, Object>> b = logB.subList(warmup, logB.size());
                 Map<String, Object> details = new LinkedHashMap<>();
                 details.put("config", bench.describe());
-                details.put("measured_runs", Map.of("a", new ArrayList<>(a), "b", new ArrayList<>(b)));
-                details.put("medians", Map.of("a", medians(a), "b", medians(b)));
+                details.put("measured_runs", bySide(new ArrayList<>(a), new ArrayList<>(b)));
+                details.put("medians", bySide(medians(a), medians(b)));
                 results.put(e, ExperimentResult.measured(e, o, details));
             }
         } finally {
             String sent = bench.stop();
             progress.accept("load generator: " + sent);
         }
+    }
+
+    /** {"a": a, "b": b}, in that order. */
+    private static Map<String, Object> bySide(Object a, Object b) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("a", a);
+        m.put("b", b);
+        return m;
     }
 
     /** The median of every numeric figure of one side's run log. */
