@@ -119,6 +119,17 @@ class StatisticsTest {
     }
 
     @Test
+    void machineLoadCountsEverythingButIdleAndIowait() {
+        String before = "cpu  100 0 50 1000 10 0 5 0 0 0";
+        // +60 user, +20 system, +100 idle, +20 iowait, +0 the rest (guest fields changed too: already in user)
+        String after = "cpu  160 0 70 1100 30 0 5 0 40 0";
+        assertEquals(80.0 / 200, MachineLoad.busyFraction(before, after), 1e-12);
+        assertTrue(Double.isNaN(MachineLoad.busyFraction(before, before)), "no ticks, no fraction");
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> MachineLoad.busyFraction("cpu0 1 2 3 4 5", "cpu0 1 2 3 4 5"));
+    }
+
+    @Test
     void tQuantilesMatchTheTable() {
         assertEquals(12.706, PairedRatio.t975(1));
         assertEquals(2.262, PairedRatio.t975(9));

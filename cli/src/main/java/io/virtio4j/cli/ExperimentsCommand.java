@@ -4,6 +4,7 @@ import io.virtio4j.bench.AdaptivePairs;
 import io.virtio4j.bench.ExperimentResult;
 import io.virtio4j.bench.ExperimentRunner;
 import io.virtio4j.bench.InvalidBenchOptionException;
+import io.virtio4j.bench.MachineLoad;
 import io.virtio4j.bench.PairedRatio;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -88,20 +89,25 @@ public final class ExperimentsCommand implements Callable<Integer> {
         } catch (InvalidBenchOptionException e) {
             throw OptionFlags.rejected(spec, e);
         }
+        // other processes on the two CPUs move every figure: say how busy the machine was around the run
+        double busyBefore = MachineLoad.busyFraction(1000);
         Progress progress = new Progress(System.err);
         long t0 = System.nanoTime();
         List<ExperimentResult> results = runner.run(progress::show);
+        long took = System.nanoTime() - t0;
         progress.clear();
+        double busyAfter = MachineLoad.busyFraction(1000);
         String how = String.format(Locale.ROOT, "Measured with `virtio4j experiments%s` on %s: in-process ring rows: %s; "
                         + "tap rows: %d pairs; runs of %,d buffers, %d warm-up pair(s) per row; pairs alternate A B, B A; "
                         + "driver and device threads pinned to CPUs 0 and 1, cache-line ping-pong probe before and after "
                         + "every run (net-poll-discipline rows: %.1f s windows of a UDP flood through a tap, buffers/s = "
                         + "frames the guest received per second, no pinning); ratio = geometric mean of per-pair B/A, "
                         + "95%% CI = t interval over log ratios, ± = its half-width relative to the ratio, outliers (beyond "
-                        + "%.0f MAD) counted and kept; CPU = driver + device thread CPU time; took %.0f s.",
+                        + "%.0f MAD) counted and kept; CPU = driver + device thread CPU time; took %.0f s; other load: all CPUs "
+                        + "%s busy in the second before the run, %s in the second after (/proc/stat).",
                 arguments(),
                 java.time.LocalDate.now(), ring.describe(), tapPairs, n, warmup, netWindow, PairedRatio.OUTLIER_MADS,
-                (System.nanoTime() - t0) / 1e9);
+                took / 1e9, busy(busyBefore), busy(busyAfter));
         ExperimentRunner.write(results, out, how);
         java.io.PrintWriter stdout = spec.commandLine().getOut();
         stdout.println(ExperimentRunner.markdown(results, how));
@@ -109,6 +115,10 @@ public final class ExperimentsCommand implements Callable<Integer> {
                 + " and one PNG per measured experiment in " + out);
         stdout.flush();
         return 0;
+    }
+
+    private static String busy(double fraction) {
+        return Double.isNaN(fraction) ? "n/a" : String.format(Locale.ROOT, "%.0f%%", 100 * fraction);
     }
 
     /** The arguments given after the command's name, each with a leading space, for the report. */
