@@ -14,7 +14,9 @@ import java.util.function.LongSupplier;
  *
  * <p>The rule stops on the interval's width, never on where it lies: for roughly normal log ratios the spread
  * estimate is independent of the mean, so stopping once the interval is narrow does not pick the moments when
- * the ratio happens to look like the claim (stopping on "significant" would), and the 95% stays close to 95%.
+ * the ratio happens to look like the claim (stopping on "significant" would), and the 95% stays close to 95%:
+ * simulated with normal log ratios, 92.5-95% for per-pair spreads of 2-15% (the dip where stopping early on a
+ * spread that looks small by chance is most likely, around 30 pairs; see AdaptivePairsTest).
  */
 public final class AdaptivePairs {
     private AdaptivePairs() {

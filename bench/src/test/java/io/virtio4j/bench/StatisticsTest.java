@@ -134,6 +134,12 @@ class StatisticsTest {
         assertEquals(12.706, PairedRatio.t975(1));
         assertEquals(2.262, PairedRatio.t975(9));
         assertEquals(2.042, PairedRatio.t975(30));
+        // beyond the table (reference values of Student's t, 97.5% quantile)
+        assertEquals(2.0395, PairedRatio.t975(31), 2e-4);
+        assertEquals(2.0211, PairedRatio.t975(40), 2e-4);
+        assertEquals(2.0003, PairedRatio.t975(60), 2e-4);
+        assertEquals(1.9799, PairedRatio.t975(120), 2e-4);
+        assertEquals(1.9623, PairedRatio.t975(1000), 2e-4);
         assertTrue(Double.isNaN(PairedRatio.t975(0)));
     }
 
