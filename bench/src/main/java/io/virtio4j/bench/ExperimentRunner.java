@@ -191,7 +191,7 @@ public final class ExperimentRunner {
             Metric m = e.metric();
             PairedRatio ratio = r.ratio();
             String verdict = r.verdict() == Verdict.INCONCLUSIVE ? "inconclusive at ±" + percent(ratio.halfWidth())
-                    : r.verdict().text();
+                    : r.verdict().text() + size(r.verdict(), ratio, e.claimedRatio());
             sb.append(String.format(Locale.ROOT, "| %s | %s=%s | %s=%s | %s | %s | %s | %.3f | [%.3f, %.3f] | %s | %s "
                             + "| %d | %d | %.0f | %s | %s | %s |%n",
                     e.id(), e.key(), e.a(), e.key(), e.b(), m.label(),
@@ -250,6 +250,19 @@ public final class ExperimentRunner {
         }
         sb.append("\n").append(how).append('\n');
         return sb.toString();
+    }
+
+    /**
+     * For a reproduced claim whose claimed ratio lies outside the interval, whether the effect measured is smaller or
+     * larger than claimed (the direction holds, the size does not); empty otherwise.
+     */
+    static String size(Verdict v, PairedRatio r, double claimed) {
+        if (v != Verdict.REPRODUCED || Double.isNaN(claimed) || r.contains(claimed)) {
+            return "";
+        }
+        // both ends of the interval lie on the claimed side of 1: compare distances from 1 in log space
+        return Math.abs(Math.log(r.ciHigh() * r.ciLow()) / 2) < Math.abs(Math.log(claimed))
+                ? " (smaller effect than claimed)" : " (larger effect than claimed)";
     }
 
     /** A relative half-width in percent; beyond 1000% only that (a run too short to say anything). */

@@ -73,6 +73,13 @@ class StatisticsTest {
         assertEquals(Verdict.INCONCLUSIVE, Verdict.of(wide, false, 0.985));
         assertEquals(Verdict.INCONCLUSIVE, Verdict.of(tight, true, Double.NaN), "a claim with a direction only");
 
+        assertEquals("", ExperimentRunner.size(Verdict.REPRODUCED, up, 1.55), "the claimed ratio inside: no remark");
+        assertEquals(" (smaller effect than claimed)", ExperimentRunner.size(Verdict.REPRODUCED, up, 1.9));
+        assertEquals(" (larger effect than claimed)", ExperimentRunner.size(Verdict.REPRODUCED, up, 1.2));
+        assertEquals(" (larger effect than claimed)", ExperimentRunner.size(Verdict.REPRODUCED, down, 0.963));
+        assertEquals(" (smaller effect than claimed)", ExperimentRunner.size(Verdict.REPRODUCED, down, 0.5));
+        assertEquals("", ExperimentRunner.size(Verdict.OPPOSITE, up, 0.86));
+
         assertEquals(Verdict.NOT_MEASURED, Verdict.of(ratios(2), true, 2));
         assertEquals(Verdict.NOT_MEASURED, Verdict.of(ratios(1.1, 0), true, 1.1), "a zero figure has no log ratio");
     }
