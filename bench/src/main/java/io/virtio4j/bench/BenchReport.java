@@ -63,7 +63,8 @@ public final class BenchReport {
     }
 
     /** Figures shown in an A/B comparison. */
-    private static final Metric[] COMPARED = {Metric.BUFFERS_PER_S, Metric.NS_PER_BUFFER, Metric.DRIVER_CPU_MS,
+    private static final Metric[] COMPARED = {Metric.BUFFERS_PER_S, Metric.NS_PER_BUFFER, Metric.CPU_NS_PER_BUFFER,
+        Metric.DRIVER_CPU_MS,
         Metric.DEVICE_CPU_MS, Metric.KICKS_PER_BUFFER, Metric.NOTIFICATIONS_PER_BUFFER,
         Metric.AVAIL_IDX_READS_PER_BUFFER, Metric.AVAIL_IDX_WRITES_PER_BUFFER, Metric.USED_IDX_READS_PER_BUFFER,
         Metric.SPURIOUS_WAKEUPS, Metric.ALLOCATED_BYTES_PER_BUFFER, Metric.PROBE_NS, Metric.DIRTY_PAGES};
@@ -71,9 +72,10 @@ public final class BenchReport {
     public static void printComparison(PrintStream out, String key, Interleaved.Pairs p) {
         String a = key + "=" + p.a().toMap().get(key);
         String b = key + "=" + p.b().toMap().get(key);
-        out.printf(Locale.ROOT, "%n Interleaved A/B (%d pairs, A B A B ..., %,d buffers each) of '%s'%n   A: %s%n   B: %s%n%n",
+        out.printf(Locale.ROOT, "%n Interleaved A/B (%d pairs, A B, B A, A B ..., %,d buffers each) of '%s'%n   A: %s%n   B: %s%n%n",
                 p.aRuns().size(), p.a().bufs(), p.a().describe(), a, b);
-        out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %s%n", "figure", "A median", "B median", "B/A", "95% CI of B/A");
+        out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %-28s %s%n", "figure", "A median", "B median", "B/A",
+                "95% CI of B/A, half-width", "outlier pairs");
         for (Metric m : COMPARED) {
             if (!m.shownFor(p.a()) && !m.shownFor(p.b())) {
                 continue;
@@ -82,11 +84,13 @@ public final class BenchReport {
             Summary sb = m.summarize(p.bRuns());
             PairedRatio r = p.ratio(m);
             String ratio = Double.isNaN(r.geoMean()) ? "n/a" : String.format(Locale.ROOT, "%.4f", r.geoMean());
-            String ci = r.hasInterval() ? String.format(Locale.ROOT, "[%.4f, %.4f]", r.ciLow(), r.ciHigh()) : "n/a";
-            out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %s%n", m.label(), m.format(sa.median()),
-                    m.format(sb.median()), ratio, ci);
+            String ci = r.hasInterval() ? String.format(Locale.ROOT, "[%.4f, %.4f] ±%s", r.ciLow(), r.ciHigh(),
+                    ExperimentRunner.percent(r.halfWidth())) : "n/a";
+            out.printf(Locale.ROOT, "  %-24s %16s %16s %10s  %-28s %d%n", m.label(), m.format(sa.median()),
+                    m.format(sb.median()), ratio, ci, r.outliers().length);
         }
-        out.println("\n  B/A is the geometric mean of the per-pair ratios; the interval is a t interval over their logs.");
+        out.println("\n  B/A is the geometric mean of the per-pair ratios; the interval is a t interval over their logs,"
+                + " computed with the outlier pairs (log ratio beyond " + PairedRatio.OUTLIER_MADS + " MAD of the median).");
     }
 
     public static Map<String, Object> comparisonJson(String key, Interleaved.Pairs p) {
@@ -102,6 +106,8 @@ public final class BenchReport {
             j.put("geo_mean", r.geoMean());
             j.put("median", r.median());
             j.put("ci95", List.of(r.ciLow(), r.ciHigh()));
+            j.put("half_width", r.halfWidth());
+            j.put("outlier_pairs", r.outliers());
             ratios.put(m.key(), j);
         }
         root.put("ratio_b_over_a", ratios);

@@ -24,6 +24,7 @@ public final class Chart {
     private static final int BOTTOM = 70;
     private static final Color A_COLOR = new Color(0x1f77b4);
     private static final Color B_COLOR = new Color(0xd62728);
+    private static final Color OUTLIER_COLOR = new Color(0xff7f0e);
 
     private Chart() {
     }
@@ -34,6 +35,7 @@ public final class Chart {
         Metric m = e.metric();
         double[] a = m.summarize(r.pairs().aRuns()).values();
         double[] b = m.summarize(r.pairs().bRuns()).values();
+        int n = a.length;
         double lo = Double.MAX_VALUE;
         double hi = -Double.MAX_VALUE;
         for (double v : a) {
@@ -62,7 +64,8 @@ public final class Chart {
             g.drawString(e.id() + ": " + e.key() + " " + e.a() + " (A) vs " + e.b() + " (B)", LEFT, 28);
             g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 13));
             String ci = r.ratio().hasInterval()
-                    ? String.format(Locale.ROOT, "B/A = %.3f, 95%% CI [%.3f, %.3f]", r.ratio().geoMean(), r.ratio().ciLow(), r.ratio().ciHigh())
+                    ? String.format(Locale.ROOT, "B/A = %.3f, 95%% CI [%.3f, %.3f] (±%.1f%%, %d pairs)", r.ratio().geoMean(),
+                    r.ratio().ciLow(), r.ratio().ciHigh(), 100 * r.ratio().halfWidth(), n)
                     : "B/A = n/a";
             g.drawString(ci + "  ->  " + r.verdict().text()
                     + (Double.isNaN(e.claimedRatio()) ? "" : String.format(Locale.ROOT, "  (claimed %.3f)", e.claimedRatio())), LEFT, 50);
@@ -81,22 +84,32 @@ public final class Chart {
                 String s = m.format(v);
                 g.drawString(s, LEFT - 8 - g.getFontMetrics().stringWidth(s), y + 4);
             }
-            int n = a.length;
+            java.util.List<Integer> outliers = r.outlierPairs();
             int slots = 2 * n;
             for (int i = 0; i < n; i++) {
-                int xa = LEFT + (int) ((2 * i + 0.5) * pw / slots);
-                int xb = LEFT + (int) ((2 * i + 1.5) * pw / slots);
+                // in run order: the pairs alternate A B, B A
+                double first = 2 * i + 0.5;
+                double second = 2 * i + 1.5;
+                boolean aFirst = Interleaved.aFirst(i);
+                int xa = LEFT + (int) ((aFirst ? first : second) * pw / slots);
+                int xb = LEFT + (int) ((aFirst ? second : first) * pw / slots);
                 dot(g, xa, y(a[i], lo, hi, ph), A_COLOR);
                 dot(g, xb, y(b[i], lo, hi, ph), B_COLOR);
-                if (n <= 30) {
-                    g.setColor(Color.DARK_GRAY);
+                if (outliers.contains(i + 1)) {
+                    // an outlier pair stays in the interval; the chart says which one it is
+                    g.setColor(OUTLIER_COLOR);
+                    g.drawLine(xa, y(a[i], lo, hi, ph), xb, y(b[i], lo, hi, ph));
+                }
+                if (n <= 30 || outliers.contains(i + 1)) {
+                    g.setColor(outliers.contains(i + 1) ? OUTLIER_COLOR : Color.DARK_GRAY);
                     g.drawString(Integer.toString(i + 1), (xa + xb) / 2 - 4, TOP + ph + 16);
                 }
             }
             medianLine(g, m.summarize(r.pairs().aRuns()).median(), lo, hi, pw, ph, A_COLOR);
             medianLine(g, m.summarize(r.pairs().bRuns()).median(), lo, hi, pw, ph, B_COLOR);
             g.setColor(Color.BLACK);
-            g.drawString("pair (runs in order A B A B ...)", LEFT + pw / 2 - 80, TOP + ph + 36);
+            g.drawString("pair (runs in order: A B, B A, A B, ...; orange: outlier pair, kept)", LEFT + pw / 2 - 160,
+                    TOP + ph + 36);
             g.drawString(m.label(), 10, TOP - 8);
             legend(g, LEFT, H - 18, A_COLOR, "A: " + e.key() + "=" + e.a());
             legend(g, LEFT + pw / 2, H - 18, B_COLOR, "B: " + e.key() + "=" + e.b());

@@ -111,6 +111,24 @@ public record Experiment(String id, String lesson, String claim, BenchConfig bas
                         new TapPolling(true, TapPolling.TxPoll.ALWAYS), TapPolling.current(), 1.08));
     }
 
+    /**
+     * The event count that shows the lesson's mechanism beside its effect, or null: avail.idx loads for the cached
+     * avail index, avail.idx stores for lazy publication, STRONG-only fences for the barriers. They come from the
+     * queues' own {@code QueueCounters}, which the rings keep in every build (plain fields of the owning thread), so
+     * the measured runs are the ordinary code: nothing is instrumented for the experiment.
+     */
+    public Metric counter() {
+        if (tap != null) {
+            return null;
+        }
+        return switch (lesson) {
+            case CACHED_AVAIL -> Metric.AVAIL_IDX_READS_PER_BUFFER;
+            case LAZY_PUBLISH -> Metric.AVAIL_IDX_WRITES_PER_BUFFER;
+            case BARRIERS -> Metric.STRONG_FENCES_PER_BUFFER;
+            default -> null;
+        };
+    }
+
     public BenchConfig configA() {
         return base.with(key, a);
     }

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -11,27 +12,35 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
 
-/** Runs the lesson experiments and writes {@code experiments.json}, {@code experiments.md} and one PNG each. */
+/**
+ * Runs the lesson experiments and writes {@code experiments.json}, {@code experiments.md} and one PNG each. The
+ * in-process ring rows share one {@link AdaptivePairs} schedule (a fixed number of pairs, or pairs until each
+ * row's interval is narrow enough within one time budget for all); the tap rows get a fixed number of pairs.
+ */
 public final class ExperimentRunner {
     private final long bufs;
-    private final int runs;
+    private final AdaptivePairs.Stopping ringStopping;
+    private final int tapPairs;
     private final int warmup;
     private final Set<String> only;
     private final double netWindowSeconds;
 
-    /**
-     * @param only lesson or row ids to run; empty for all
-     */
+    /** {@code runs} pairs for every row. */
     public ExperimentRunner(long bufs, int runs, int warmup, Set<String> only) {
-        this(bufs, runs, warmup, only, 3.0);
+        this(bufs, AdaptivePairs.Stopping.fixed(runs), runs, warmup, only, 3.0);
     }
 
     /**
+     * @param ringStopping     how many pairs the in-process ring rows get
+     * @param tapPairs         pairs of each tap back-end row
+     * @param only             lesson or row ids to run; empty for all
      * @param netWindowSeconds measuring window of each run of the tap back-end experiments
      */
-    public ExperimentRunner(long bufs, int runs, int warmup, Set<String> only, double netWindowSeconds) {
+    public ExperimentRunner(long bufs, AdaptivePairs.Stopping ringStopping, int tapPairs, int warmup, Set<String> only,
+                            double netWindowSeconds) {
         this.bufs = bufs;
-        this.runs = runs;
+        this.ringStopping = ringStopping;
+        this.tapPairs = tapPairs;
         this.warmup = warmup;
         this.only = only;
         this.netWindowSeconds = netWindowSeconds;
@@ -55,72 +64,92 @@ public final class ExperimentRunner {
         return out;
     }
 
+    /** The results in the order of {@link #selected()}. */
     public List<ExperimentResult> run(Consumer<String> progress) throws InterruptedException {
-        List<ExperimentResult> results = new ArrayList<>();
         List<Experiment> selected = selected();
-        NetPollBench net = null;
-        try {
-            for (Experiment e : selected) {
-                if (e.placeholder() != null) {
-                    results.add(ExperimentResult.placeholder(e));
-                    continue;
-                }
-                Consumer<String> p = s -> progress.accept(e.id() + ": " + s);
-                if (e.tap() == null) {
-                    Interleaved.Pairs pairs = Interleaved.run(BenchRunner.IN_PROCESS, e.configA(), e.configB(), warmup, runs, p);
-                    results.add(ExperimentResult.measured(e, pairs));
-                    continue;
-                }
-                if (net == null) {
-                    p.accept("setting up tap, namespace and load generator");
-                    net = NetPollBench.start(netWindowSeconds, netBudgetSeconds(selected));
-                }
-                NetPollBench bench = net;
-                int logged = bench.runLog().size();
-                Interleaved.Pairs pairs = Interleaved.runSides(
-                        side -> bench.run(side == Interleaved.Side.A ? e.tap().a() : e.tap().b()),
-                        e.base(), e.base(), warmup, runs, p);
-                Map<String, Object> details = new LinkedHashMap<>();
-                details.put("config", bench.describe());
-                List<Map<String, Object>> log = bench.runLog().subList(logged, bench.runLog().size());
-                details.put("measured_runs", new ArrayList<>(log.subList(2 * warmup, log.size())));
-                details.put("medians", medians(log.subList(2 * warmup, log.size())));
-                results.add(ExperimentResult.measured(e, pairs, details));
-            }
-        } finally {
-            if (net != null) {
-                String sent = net.stop();
-                progress.accept("load generator: " + sent);
+        Map<Experiment, ExperimentResult> results = new HashMap<>();
+        List<Experiment> ring = new ArrayList<>();
+        List<Experiment> tap = new ArrayList<>();
+        for (Experiment e : selected) {
+            if (e.placeholder() != null) {
+                results.put(e, ExperimentResult.placeholder(e));
+            } else {
+                (e.tap() == null ? ring : tap).add(e);
             }
         }
-        return results;
-    }
-
-    /** Upper bound of the tap experiments' duration: the load generator stops by itself after it. */
-    private double netBudgetSeconds(List<Experiment> selected) {
-        long tapRows = selected.stream().filter(x -> x.tap() != null).count();
-        return 60 + tapRows * 2.0 * (warmup + runs) * (netWindowSeconds + 3);
-    }
-
-    /** Per side (A = even positions, B = odd), the median of every numeric figure of the run log. */
-    private static Map<String, Object> medians(List<Map<String, Object>> log) {
-        Map<String, Object> out = new LinkedHashMap<>();
-        for (int side = 0; side < 2; side++) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            for (String key : log.isEmpty() ? Set.<String>of() : log.get(0).keySet()) {
-                if (!(log.get(0).get(key) instanceof Number)) {
-                    continue;
-                }
-                List<Double> v = new ArrayList<>();
-                for (int i = side; i < log.size(); i += 2) {
-                    v.add(((Number) log.get(i).get(key)).doubleValue());
-                }
-                double[] a = v.stream().mapToDouble(Double::doubleValue).toArray();
-                m.put(key, Summary.of(a).median());
+        if (!ring.isEmpty()) {
+            List<AdaptivePairs.Row> rows = new ArrayList<>();
+            for (Experiment e : ring) {
+                rows.add(new AdaptivePairs.Row(Interleaved.sides(BenchRunner.IN_PROCESS, e.configA(), e.configB()),
+                        e.configA(), e.configB(), e.metric(), s -> progress.accept(e.id() + ": " + s)));
             }
-            out.put(side == 0 ? "a" : "b", m);
+            List<AdaptivePairs.Outcome> done = AdaptivePairs.run(rows, ringStopping, warmup, System::nanoTime);
+            for (int i = 0; i < ring.size(); i++) {
+                results.put(ring.get(i), ExperimentResult.measured(ring.get(i), done.get(i), null));
+            }
+        }
+        if (!tap.isEmpty()) {
+            runTap(tap, results, progress);
+        }
+        List<ExperimentResult> out = new ArrayList<>();
+        for (Experiment e : selected) {
+            out.add(results.get(e));
         }
         return out;
+    }
+
+    private void runTap(List<Experiment> tap, Map<Experiment, ExperimentResult> results, Consumer<String> progress)
+            throws InterruptedException {
+        progress.accept(tap.getFirst().id() + ": setting up tap, namespace and load generator");
+        NetPollBench bench = NetPollBench.start(netWindowSeconds, 60 + tap.size() * 2.0 * (warmup + tapPairs)
+                * (netWindowSeconds + 3));
+        try {
+            for (Experiment e : tap) {
+                // each run's log entry, by side: the pairs alternate their order, so position in the log says nothing
+                List<Map<String, Object>> logA = new ArrayList<>();
+                List<Map<String, Object>> logB = new ArrayList<>();
+                Interleaved.Sides sides = side -> {
+                    RunResult r = bench.run(side == Interleaved.Side.A ? e.tap().a() : e.tap().b());
+                    (side == Interleaved.Side.A ? logA : logB).add(bench.runLog().getLast());
+                    return r;
+                };
+                AdaptivePairs.Row row = new AdaptivePairs.Row(sides, e.base(), e.base(), e.metric(),
+                        s -> progress.accept(e.id() + ": " + s));
+                AdaptivePairs.Outcome o = AdaptivePairs.run(List.of(row), AdaptivePairs.Stopping.fixed(tapPairs),
+                        warmup, System::nanoTime).getFirst();
+                List<Map<String, Object>> a = logA.subList(warmup, logA.size());
+                List<Map<String, Object>> b = logB.subList(warmup, logB.size());
+                Map<String, Object> details = new LinkedHashMap<>();
+                details.put("config", bench.describe());
+                details.put("measured_runs", bySide(new ArrayList<>(a), new ArrayList<>(b)));
+                details.put("medians", bySide(medians(a), medians(b)));
+                results.put(e, ExperimentResult.measured(e, o, details));
+            }
+        } finally {
+            String sent = bench.stop();
+            progress.accept("load generator: " + sent);
+        }
+    }
+
+    /** {"a": a, "b": b}, in that order. */
+    private static Map<String, Object> bySide(Object a, Object b) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("a", a);
+        m.put("b", b);
+        return m;
+    }
+
+    /** The median of every numeric figure of one side's run log. */
+    private static Map<String, Object> medians(List<Map<String, Object>> log) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (String key : log.isEmpty() ? Set.<String>of() : log.getFirst().keySet()) {
+            if (!(log.getFirst().get(key) instanceof Number)) {
+                continue;
+            }
+            double[] v = log.stream().mapToDouble(x -> ((Number) x.get(key)).doubleValue()).toArray();
+            m.put(key, Summary.of(v).median());
+        }
+        return m;
     }
 
     public static void write(List<ExperimentResult> results, Path dir, String how) throws IOException {
@@ -141,28 +170,79 @@ public final class ExperimentRunner {
         }
     }
 
+    /**
+     * The table (one row per experiment: its figure's medians, B/A with its interval and half-width, outliers, time,
+     * CPU per buffer and the mechanism's counter beside it, verdict), then per experiment the claim and what the
+     * table has no room for.
+     */
     public static String markdown(List<ExperimentResult> results, String how) {
         StringBuilder sb = new StringBuilder();
-        sb.append("| experiment | A | B | figure | A median | B median | B/A | 95% CI | claimed | runs | verdict |\n");
-        sb.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        sb.append("| experiment | A | B | figure | A median | B median | B/A | 95% CI | ± | claimed | pairs | outliers "
+                + "| s | CPU ns/buffer A → B | counter A → B | verdict |\n");
+        sb.append("|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|---|\n");
         for (ExperimentResult r : results) {
             Experiment e = r.experiment();
             String claimed = Double.isNaN(e.claimedRatio()) ? "more kicks" : String.format(Locale.ROOT, "%.3f", e.claimedRatio());
             if (r.pairs() == null) {
-                sb.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | - | - | - | - | %s | 0 | %s |%n",
+                sb.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | - | - | - | - | - | %s | 0 | - | - | - | - | %s |%n",
                         e.id(), e.a(), e.b(), e.metric().label(), claimed, e.placeholder()));
                 continue;
             }
             Metric m = e.metric();
-            sb.append(String.format(Locale.ROOT, "| %s | %s=%s | %s=%s | %s | %s | %s | %.3f | [%.3f, %.3f] | %s | %d | %s |%n",
+            PairedRatio ratio = r.ratio();
+            String verdict = r.verdict() == Verdict.INCONCLUSIVE ? "inconclusive at ±" + percent(ratio.halfWidth())
+                    : r.verdict().text() + size(r.verdict(), ratio, e.claimedRatio());
+            sb.append(String.format(Locale.ROOT, "| %s | %s=%s | %s=%s | %s | %s | %s | %.3f | [%.3f, %.3f] | %s | %s "
+                            + "| %d | %d | %.0f | %s | %s | %s |%n",
                     e.id(), e.key(), e.a(), e.key(), e.b(), m.label(),
                     m.format(m.summarize(r.pairs().aRuns()).median()), m.format(m.summarize(r.pairs().bRuns()).median()),
-                    r.ratio().geoMean(), r.ratio().ciLow(), r.ratio().ciHigh(), claimed, r.pairs().aRuns().size(),
-                    r.verdict().text()));
+                    ratio.geoMean(), ratio.ciLow(), ratio.ciHigh(), percent(ratio.halfWidth()), claimed, r.pairs().size(),
+                    r.outlierPairs().size(), r.seconds(), aToB(r, Metric.CPU_NS_PER_BUFFER), e.counter() == null ? "-"
+                            : e.counter().label() + " " + aToB(r, e.counter()), verdict));
         }
         sb.append('\n');
+        int ringRows = 0;
+        int atTarget = 0;
+        int budgetSpent = 0;
+        double ringSeconds = 0;
+        for (ExperimentResult r : results) {
+            if (r.pairs() != null && r.experiment().tap() == null) {
+                ringRows++;
+                atTarget += r.stop() == AdaptivePairs.Stop.TARGET ? 1 : 0;
+                budgetSpent += r.stop() == AdaptivePairs.Stop.BUDGET ? 1 : 0;
+                ringSeconds += r.seconds();
+            }
+        }
+        if (atTarget + budgetSpent > 0) {
+            sb.append(String.format(Locale.ROOT, "Adaptive stopping: %d of %d ring rows reached the target half-width, %d "
+                    + "stopped when the budget was spent; the ring rows took %.0f s.%n%n", atTarget, ringRows, budgetSpent,
+                    ringSeconds));
+        }
         for (ExperimentResult r : results) {
             sb.append("- **").append(r.experiment().id()).append("**: ").append(r.experiment().claim()).append('\n');
+            if (r.pairs() == null) {
+                continue;
+            }
+            sb.append(String.format(Locale.ROOT, "  - %d pairs in %.0f s (%s), half-width %s; pairs during which the "
+                            + "probe changed state: %d%n", r.pairs().size(), r.seconds(), r.stop().text(),
+                    percent(r.ratio().halfWidth()), r.pairsChangingState()));
+            if (!r.outlierPairs().isEmpty()) {
+                StringBuilder o = new StringBuilder();
+                for (int pair : r.outlierPairs()) {
+                    o.append(String.format(Locale.ROOT, "%s#%d %.3f (probe %.0f ns)", o.isEmpty() ? "" : ", ", pair,
+                            r.ratio().ratios()[pair - 1], CacheStates.pairProbe(r.pairs(), pair - 1)));
+                }
+                sb.append("  - outlier pairs (beyond ").append(PairedRatio.OUTLIER_MADS)
+                        .append(" MAD of log B/A, kept in the interval): ").append(o).append('\n');
+            }
+            for (Map<String, Object> st : r.byState()) {
+                List<?> probe = (List<?>) st.get("probe_ns");
+                List<?> ci = (List<?>) st.get("ci95");
+                sb.append(String.format(Locale.ROOT, "  - %s state (probe %.0f-%.0f ns): %d pairs, B/A %.3f%s%n",
+                        st.get("state"), (Double) probe.get(0), (Double) probe.get(1), (Integer) st.get("pairs"),
+                        (Double) st.get("ratio"), Double.isNaN((Double) ci.get(0)) ? ""
+                                : String.format(Locale.ROOT, " [%.3f, %.3f]", (Double) ci.get(0), (Double) ci.get(1))));
+            }
             if (r.details() != null && r.details().get("medians") instanceof Map<?, ?> med) {
                 sb.append("  - medians per run, A: ").append(med.get("a")).append('\n');
                 sb.append("  - medians per run, B: ").append(med.get("b")).append('\n');
@@ -170,5 +250,34 @@ public final class ExperimentRunner {
         }
         sb.append("\n").append(how).append('\n');
         return sb.toString();
+    }
+
+    /**
+     * For a reproduced claim whose claimed ratio lies outside the interval, whether the effect measured is smaller or
+     * larger than claimed (the direction holds, the size does not); empty otherwise.
+     */
+    static String size(Verdict v, PairedRatio r, double claimed) {
+        if (v != Verdict.REPRODUCED || Double.isNaN(claimed) || r.contains(claimed)) {
+            return "";
+        }
+        // both ends of the interval lie on the claimed side of 1: compare distances from 1 in log space
+        return Math.abs(Math.log(r.ciHigh() * r.ciLow()) / 2) < Math.abs(Math.log(claimed))
+                ? " (smaller effect than claimed)" : " (larger effect than claimed)";
+    }
+
+    /** A relative half-width in percent; beyond 1000% only that (a run too short to say anything). */
+    static String percent(double halfWidth) {
+        if (Double.isNaN(halfWidth)) {
+            return "n/a";
+        }
+        return halfWidth > 10 ? ">1000%" : String.format(Locale.ROOT, "%.1f%%", 100 * halfWidth);
+    }
+
+    /** "A median → B median (B/A)" of a second figure. */
+    private static String aToB(ExperimentResult r, Metric m) {
+        PairedRatio q = r.pairs().ratio(m);
+        return m.format(m.summarize(r.pairs().aRuns()).median()) + " → " + m.format(m.summarize(r.pairs().bRuns()).median())
+                + (Double.isNaN(q.geoMean()) ? "" : String.format(Locale.ROOT, " (%.3f%s)", q.geoMean(),
+                        q.hasInterval() ? " ±" + percent(q.halfWidth()) : ""));
     }
 }

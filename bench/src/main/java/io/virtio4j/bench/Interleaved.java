@@ -5,17 +5,37 @@ import java.util.List;
 import java.util.function.Consumer;
 
 /**
- * Runs two configurations interleaved, A B A B ..., after warming both up, so both see the same machine.
+ * Runs two configurations interleaved in pairs, after warming both up, so both see the same machine. The pairs
+ * alternate their order, A B, B A, A B, ...: a drift of the machine within a pair, or an advantage of running
+ * second (caches, JIT state left by the first run), then favours A in one pair and B in the next, and cancels
+ * over every two pairs instead of biasing every ratio the same way.
  */
 public final class Interleaved {
     private Interleaved() {
     }
 
-    /** Results of an interleaved A/B run, in run order. */
+    /**
+     * Results of an interleaved A/B run: pair {@code i} is {@code aRuns[i]} and {@code bRuns[i]}, run in the
+     * order {@link #aFirst(int)} gives.
+     */
     public record Pairs(BenchConfig a, BenchConfig b, List<RunResult> aRuns, List<RunResult> bRuns) {
         public PairedRatio ratio(Metric m) {
             return PairedRatio.of(m.summarize(aRuns).values(), m.summarize(bRuns).values());
         }
+
+        public int size() {
+            return aRuns.size();
+        }
+
+        /** Pair {@code i}'s runs in the order they ran. */
+        public List<RunResult> inRunOrder(int i) {
+            return aFirst(i) ? List.of(aRuns.get(i), bRuns.get(i)) : List.of(bRuns.get(i), aRuns.get(i));
+        }
+    }
+
+    /** Whether pair {@code i} (from 0) runs A first: even pairs run A B, odd pairs B A. */
+    public static boolean aFirst(int i) {
+        return i % 2 == 0;
     }
 
     /** Side A (the old behaviour) or B (the new one) of a comparison. */
@@ -29,7 +49,12 @@ public final class Interleaved {
 
     public static Pairs run(BenchRunner runner, BenchConfig a, BenchConfig b, int warmup, int runs, Consumer<String> progress)
             throws InterruptedException {
-        return runSides(side -> runner.run(side == Side.A ? a : b), a, b, warmup, runs, progress);
+        return runSides(sides(runner, a, b), a, b, warmup, runs, progress);
+    }
+
+    /** The two sides of a ring benchmark comparison. */
+    public static Sides sides(BenchRunner runner, BenchConfig a, BenchConfig b) {
+        return side -> runner.run(side == Side.A ? a : b);
     }
 
     /**
@@ -38,19 +63,40 @@ public final class Interleaved {
      */
     public static Pairs runSides(Sides sides, BenchConfig a, BenchConfig b, int warmup, int runs, Consumer<String> progress)
             throws InterruptedException {
-        for (int i = 0; i < warmup; i++) {
-            progress.accept("warm-up " + (i + 1) + "/" + warmup);
+        warmUp(sides, warmup, progress);
+        return more(sides, new Pairs(a, b, List.of(), List.of()), runs, progress);
+    }
+
+    /** Unmeasured pairs, so both sides' code is compiled before the first measured pair. */
+    public static void warmUp(Sides sides, int pairs, Consumer<String> progress) throws InterruptedException {
+        for (int i = 0; i < pairs; i++) {
+            progress.accept("warm-up " + (i + 1) + "/" + pairs);
             sides.run(Side.A);
             sides.run(Side.B);
         }
-        List<RunResult> ar = new ArrayList<>();
-        List<RunResult> br = new ArrayList<>();
-        for (int i = 0; i < runs; i++) {
-            progress.accept("pair " + (i + 1) + "/" + runs + " A");
-            ar.add(sides.run(Side.A));
-            progress.accept("pair " + (i + 1) + "/" + runs + " B");
-            br.add(sides.run(Side.B));
+    }
+
+    /** {@code p} with {@code n} more measured pairs, their order continuing the alternation of {@code p}'s. */
+    public static Pairs more(Sides sides, Pairs p, int n, Consumer<String> progress) throws InterruptedException {
+        List<RunResult> ar = new ArrayList<>(p.aRuns());
+        List<RunResult> br = new ArrayList<>(p.bRuns());
+        for (int k = 0; k < n; k++) {
+            int i = ar.size();
+            String pair = "pair " + (i + 1) + " (" + (k + 1) + "/" + n + ") ";
+            if (aFirst(i)) {
+                progress.accept(pair + "A");
+                RunResult ra = sides.run(Side.A);
+                progress.accept(pair + "B");
+                br.add(sides.run(Side.B));
+                ar.add(ra);
+            } else {
+                progress.accept(pair + "B");
+                RunResult rb = sides.run(Side.B);
+                progress.accept(pair + "A");
+                ar.add(sides.run(Side.A));
+                br.add(rb);
+            }
         }
-        return new Pairs(a, b, ar, br);
+        return new Pairs(p.a(), p.b(), List.copyOf(ar), List.copyOf(br));
     }
 }

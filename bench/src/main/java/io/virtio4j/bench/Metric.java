@@ -10,6 +10,12 @@ public enum Metric {
     ELAPSED_MS("elapsed_ms", "elapsed ms", "%,.1f", r -> r.elapsedNanos() / 1e6),
     DRIVER_CPU_MS("driver_cpu_ms", "driver CPU ms", "%,.1f", r -> r.driverCpuNanos() / 1e6),
     DEVICE_CPU_MS("device_cpu_ms", "device CPU ms", "%,.1f", r -> r.deviceCpuNanos() / 1e6),
+    /**
+     * CPU time of the driver and the device thread together per buffer: beside the wall-clock figures because a
+     * spinning thread that loses its CPU to another process adds wall time, not CPU time.
+     */
+    CPU_NS_PER_BUFFER("cpu_ns_per_buffer", "CPU ns/buffer", "%,.1f",
+            r -> r.perBuffer(r.driverCpuNanos() + r.deviceCpuNanos())),
     KICKS_PER_BUFFER("kicks_per_buffer", "kicks/buffer", "%.5f", r -> r.perBuffer(r.driver().kicksSent)),
     KICKS_SUPPRESSED_PER_BUFFER("kicks_suppressed_per_buffer", "kicks suppressed/buffer", "%.5f",
             r -> r.perBuffer(r.driver().kicksSuppressed)),
@@ -23,6 +29,8 @@ public enum Metric {
             r -> r.perBuffer(r.driver().usedIdxReads)),
     USED_IDX_WRITES_PER_BUFFER("used_idx_writes_per_buffer", "used.idx writes/buffer", "%.4f",
             r -> r.perBuffer(r.device().usedIdxWrites)),
+    STRONG_FENCES_PER_BUFFER("strong_fences_per_buffer", "STRONG fences/buffer", "%.4f",
+            r -> r.perBuffer(r.driver().strongFences + r.device().strongFences)),
     SPURIOUS_WAKEUPS("spurious_wakeups", "spurious wake-ups", "%,.0f",
             r -> r.driverSpurious() + r.deviceSpurious()),
     GC_COUNT("gc_count", "GC count", "%,.0f", r -> r.gcCount()),
