@@ -30,29 +30,36 @@
 #   TEST-ONLY --debug-no-dirty-log, through --src-backend-cmd) must make bad > 0.
 #
 # --device net: a virtio-net-pci NIC (vhost-user netdev) on a back-end that sends every frame back (macswap, or
-#   loopback). The guest pings without pause, in rounds of 25 echo requests (--ping-interval apart), until the
-#   host, after the move, writes a line to the destination's second serial port (a pipe; the source's is null).
-#   The peer's address is the guest's own too, but the guest's own packets to it are routed out of eth0 (a policy
-#   rule for locally sent packets) and taken in when they come back (accept_local): every echo request goes through
-#   the back-end, comes back MACs swapped, the guest's kernel checks it and answers through lo, so ping counts one
-#   reply per request the back-end returned, and a frame that came back damaged or twice shows as lost or DUP.
-#   After the stop the guest waits for its tx counter to settle (the last frames handed back) and prints eth0's
-#   counters; the host stops each back-end (SIGTERM) and takes its RESULT line. Frames in flight at the switch are
-#   counted, not guessed: a frame is the source's or the destination's, never both nor neither, so
+#   loopback). The peer's address is the guest's own too, but the guest's own packets to it are routed out of eth0 (a
+#   policy rule for locally sent packets) and taken in when they come back (accept_local), so the guest talks to
+#   itself through the back-end. Until the host, after the move, writes a line to the destination's second serial
+#   port (a pipe; the source's is null), the guest
+#   - pings without pause, in rounds of 25 echo requests (--ping-interval apart): each request comes back MACs
+#     swapped, the guest's kernel checks and answers it through lo, so ping counts one reply per request the
+#     back-end returned, and a frame that came back damaged or twice shows as lost or DUP;
+#   - writes a TCP stream of numbered 1328-byte lines to itself, ~10 a second, whose reader is stopped (SIGSTOP)
+#     until after the move: the segments wait in its socket, their bytes (all but the first 128 of each frame) in the
+#     very receive buffers the back-end wrote, untouched by the guest (as blk's page cache). On the destination the
+#     reader reads them and the guest compares every line with what was written: a page the back-end filled during
+#     the migration arrives intact only if the back-end marked it in the dirty log.
+#   Then the guest waits for its tx counter to settle (the last frames handed back) and prints eth0's counters; the
+#   host stops each back-end (SIGTERM) and takes its RESULT line. Frames in flight at the switch are counted, not
+#   guessed: a frame is the source's or the destination's, never both nor neither, so
 #     guest tx == source RX + destination RX, guest rx == source TX + destination TX, and
 #     source RX + destination RX == source TX + destination TX + both RX-dropped (a frame not given back is counted).
 #   Prints on stdout:
 #     MIGRATE status=... total_ms=N downtime_ms=N setup_ms=N transferred=BYTES dirty_sync=N
 #     BACKEND src RESULT ...      BACKEND dst RESULT ...
-#     GUEST tx_packets=N rx_packets=N ping_sent=N ping_received=N ping_dup=N rounds=N dst_rounds=N dst_rx=N total_s=S
-#     CHECK ok|FAIL migrate=.. tx=ok|FAIL rx=ok|FAIL dropped=ok|FAIL dst=ok|FAIL ping=ok|FAIL dst_console=ok|FAIL
-#           qemu_rc=N packed=GOT/ASKED
+#     GUEST tx_packets=N rx_packets=N ping_sent=N ping_received=N ping_dup=N rounds=N dst_rounds=N dst_rx=N
+#           stream_lines=N stream_bytes=GOT/WANT during=N stream_bad=N total_s=S
+#     CHECK ok|FAIL migrate=.. tx=ok|FAIL rx=ok|FAIL dropped=ok|FAIL dst=ok|FAIL ping=ok|FAIL stream=ok|FAIL
+#           dst_console=ok|FAIL qemu_rc=N packed=GOT/ASKED
 #   (dst_rounds / dst_rx: ping rounds the guest finished on the destination, frames it received there; dst: the
 #   destination back-end took and returned frames and the guest received some on the destination; ping: every
-#   request sent was a frame of the guest's tx counter and came back answered once, no duplicate)
-#   There is no net negative control: a frame the back-end writes is read by the guest within a millisecond, so
-#   only frames delivered between the vCPU's stop and the rings' stop are read on the destination, too few to make
-#   unmarked receive data show reliably (the used ring, marked by the queue itself, is what carries them).
+#   request came back answered once; during: stream lines written while the migration ran; stream_bad: lines that
+#   differed on the destination)
+#   The negative control: a source back-end that does not mark the frames it writes in the dirty log (serve net's
+#   TEST-ONLY --debug-no-dirty-log, through --src-backend-cmd) must make stream_bad > 0, and only that fail.
 # Exit status 0 when CHECK is ok.
 #
 # Options:
@@ -272,6 +279,25 @@ done
 # the host's stop: a line on the second serial port (null on the source, a pipe on the destination)
 stty -F /dev/ttyS1 clocal -echo 2>/dev/null || die "no /dev/ttyS1"
 ( read -r line </dev/ttyS1; : >/tmp/stop ) &
+# A TCP stream from the guest to itself through the back-end, whose reader is stopped until after the move, so what
+# it receives waits in the socket's queue (a large receive buffer: no collapsing): lines of 1300 bytes make segments
+# that virtio-net hands up with all but their first 128 bytes left in the very receive buffers the back-end wrote,
+# which nothing in the guest writes until the reader reads them on the destination (as blk's page cache). A page
+# the back-end filled during the migration reaches the destination only if the back-end marked it in the dirty log.
+echo "4096 16777216 16777216" >/proc/sys/net/ipv4/tcp_rmem
+PAD=$(i=0; while [ $i -lt 60 ]; do printf 'v4j-mig-%02d-abcdefghij/' $i; i=$((i + 1)); done)
+line() { printf '%06d %s\n' "$1" "$PAD"; }
+sleep 86400 | nc -l -p 9000 >/tmp/stream.out 2>/tmp/stream.err &
+reader=$!
+i=0
+until netstat -ltn | grep -q ':9000 '; do i=$((i + 1)); [ $i -le 200 ] || die "no listener on 9000"; sleep 0.05; done
+kill -STOP $reader
+writer() {
+  i=0
+  while [ ! -e /tmp/stop ]; do line $i; i=$((i + 1)); echo $i >/tmp/lines; echo "V4J-L $i" >&2; sleep 0.05; done
+}
+echo 0 >/tmp/lines
+writer | nc "$PEER_IP" 9000 &
 s=/sys/class/net/eth0/statistics
 pinger() {
   r=0 sent=0 got=0 dup=0
@@ -282,7 +308,7 @@ pinger() {
     g=$(echo "$l" | sed -n 's/.* \([0-9]*\) packets received.*/\1/p')
     d=$(echo "$l" | sed -n 's/.* \([0-9]*\) duplicates.*/\1/p')
     sent=$((sent + ${t:-0})) got=$((got + ${g:-0})) dup=$((dup + ${d:-0})) r=$((r + 1))
-    echo "V4J-TICK $r sent=$sent got=$got dup=$dup tx=$(cat $s/tx_packets) rx=$(cat $s/rx_packets)"
+    echo "V4J-TICK $r sent=$sent got=$got dup=$dup tx=$(cat $s/tx_packets) rx=$(cat $s/rx_packets) lines=$(cat /tmp/lines)"
   done
   echo "V4J-PINGS sent=$sent received=$got dup=$dup rounds=$r"
 }
@@ -290,6 +316,18 @@ counters pre
 say "working uptime=$(cut -d' ' -f1 /proc/uptime)"
 pinger
 say "stopped uptime=$(cut -d' ' -f1 /proc/uptime)"
+# the reader goes on: it reads everything, from the receive buffers as they arrived on the destination
+sleep 0.5
+n=$(cat /tmp/lines)
+want=$((n * (${#PAD} + 8)))
+kill -CONT $reader
+i=0
+while [ "$(stat -c %s /tmp/stream.out)" -lt "$want" ]; do i=$((i + 1)); [ $i -le 300 ] || break; sleep 0.1; done
+i=0
+while [ $i -lt "$n" ]; do line $i; i=$((i + 1)); done >/tmp/expect
+bad=$(awk 'NR == FNR { a[FNR] = $0; next } a[FNR] != $0 { b++ } END { print b + 0 }' /tmp/expect /tmp/stream.out)
+cmp -s /tmp/expect /tmp/stream.out && c=ok || c=FAIL
+echo "V4J-STREAM lines=$n bytes=$(stat -c %s /tmp/stream.out)/$want bad=$bad cmp=$c"
 EOF
   peers_guest_net_tx_settle
   cat <<'EOF'
@@ -308,7 +346,8 @@ net_qemu_device() {   # $1: src|dst; appends the NIC and the second serial port 
   qemu+=(-chardev "socket,id=c1,path=$work/$1.sock" -netdev vhost-user,id=n0,chardev=c1 -device "$d" -serial "$ctl")
 }
 
-net_before() { :; }
+last_line() { { grep -a '^V4J-L ' "$1" || true; } | tail -n 1 | tr -d '\r' | cut -d' ' -f2; }
+net_before() { at_start=$(last_line "$work/console.src.log"); }
 
 net_stop_guest() {   # the first ping round that ends on the destination, a whole one after it, then the stop line
   local r
@@ -326,12 +365,13 @@ net_stop_guest() {   # the first ping round that ends on the destination, a whol
 
 net_result() {
   local dcon=$work/console.dst.log fin pings gtx grx srx stx sdr drx dtx ddr tx=FAIL rx=FAIL dropped=FAIL dst=FAIL
-  local ping=FAIL features gpacked first last dst_rounds dst_rx verdict=ok
+  local ping=FAIL stream=FAIL sv features gpacked first last dst_rounds dst_rx during verdict=ok
   echo "BACKEND src $src_line"
   echo "BACKEND dst $dst_line"
   fin=$(grep -a '^V4J-COUNTERS final' "$dcon" | tail -n 1 | tr -d '\r')
   pings=$(grep -a '^V4J-PINGS' "$dcon" | tail -n 1 | tr -d '\r')
-  [ -n "$fin" ] && [ -n "$pings" ] || dst_console=FAIL
+  sv=$(grep -a '^V4J-STREAM' "$dcon" | tail -n 1 | tr -d '\r')
+  [ -n "$fin" ] && [ -n "$pings" ] && [ -n "$sv" ] || dst_console=FAIL
   gtx=$(peers_field tx_packets "$fin") grx=$(peers_field rx_packets "$fin")
   srx=$(peers_field RX-packets "$src_line") stx=$(peers_field TX-packets "$src_line") sdr=$(peers_field RX-dropped "$src_line")
   drx=$(peers_field RX-packets "$dst_line") dtx=$(peers_field TX-packets "$dst_line") ddr=$(peers_field RX-dropped "$dst_line")
@@ -340,6 +380,9 @@ net_result() {
   last=$(grep -a '^V4J-TICK ' "$dcon" | tail -n 1 | tr -d '\r')
   dst_rounds=$({ grep -ac '^V4J-TICK ' "$dcon" || true; })
   dst_rx=$(( ${grx:-0} - $(peers_field rx "${first:-rx=0}") ))
+  # stream lines written while the migration ran: from the last one the source's console showed when it started to the
+  # first one the destination's shows (the writer's progress lines)
+  during=$(( $({ grep -a '^V4J-L ' "$dcon" || true; } | head -n 1 | tr -d '\r' | cut -d' ' -f2) - ${at_start:-0} ))
   if [ -n "$gtx" ] && [ -n "$srx" ] && [ -n "$drx" ] && [ -n "$sdr" ] && [ -n "$ddr" ]; then
     [ "$gtx" = $((srx + drx)) ] && tx=ok
     [ "$grx" = $((stx + dtx)) ] && rx=ok
@@ -348,15 +391,17 @@ net_result() {
     [ "$drx" -gt 0 ] && [ "$dtx" -gt 0 ] && [ "$dst_rounds" -ge 2 ] &&
       [ "$(peers_field rx "$last")" -gt "$(peers_field rx "$first")" ] && dst=ok
   fi
-  [ -n "$pings" ] && [ "$(peers_field sent "$pings")" = "$gtx" ] && [ "$(peers_field received "$pings")" = "$grx" ] &&
-    [ "$(peers_field dup "$pings")" = 0 ] && ping=ok
-  echo "GUEST tx_packets=${gtx:-?} rx_packets=${grx:-?} ping_sent=$(peers_field sent "$pings") ping_received=$(peers_field received "$pings") ping_dup=$(peers_field dup "$pings") rounds=$(peers_field rounds "$pings") dst_rounds=$dst_rounds dst_rx=$dst_rx total_s=$(peers_elapsed "$t_start")"
+  [ -n "$pings" ] && [ "$(peers_field sent "$pings")" -gt 0 ] &&
+    [ "$(peers_field sent "$pings")" = "$(peers_field received "$pings")" ] && [ "$(peers_field dup "$pings")" = 0 ] && ping=ok
+  [ -n "$sv" ] && [ "$(peers_field lines "$sv")" -gt 0 ] && [ "$(peers_field bad "$sv")" = 0 ] &&
+    [ "$(peers_field cmp "$sv")" = ok ] && stream=ok
+  echo "GUEST tx_packets=${gtx:-?} rx_packets=${grx:-?} ping_sent=$(peers_field sent "$pings") ping_received=$(peers_field received "$pings") ping_dup=$(peers_field dup "$pings") rounds=$(peers_field rounds "$pings") dst_rounds=$dst_rounds dst_rx=$dst_rx stream_lines=$(peers_field lines "$sv") stream_bytes=$(peers_field bytes "$sv") during=$during stream_bad=$(peers_field bad "$sv") total_s=$(peers_elapsed "$t_start")"
   features=$(sed -n 's/^V4J-DEVICE features=\([01]*\).*/\1/p' "$work/console.src.log")
   gpacked=$([ "${features:34:1}" = 1 ] && echo 1 || echo 0)
   [ "$gpacked" = "$packed" ] || verdict=FAIL
   [ "$status" = completed ] && [ "$tx" = ok ] && [ "$rx" = ok ] && [ "$dropped" = ok ] && [ "$dst" = ok ] &&
-    [ "$ping" = ok ] && [ "$dst_console" = ok ] && [ "$qrc" = 0 ] || verdict=FAIL
-  echo "CHECK $verdict migrate=$status tx=$tx rx=$rx dropped=$dropped dst=$dst ping=$ping dst_console=$dst_console qemu_rc=$qrc packed=$gpacked/$packed"
+    [ "$ping" = ok ] && [ "$stream" = ok ] && [ "$dst_console" = ok ] && [ "$qrc" = 0 ] || verdict=FAIL
+  echo "CHECK $verdict migrate=$status tx=$tx rx=$rx dropped=$dropped dst=$dst ping=$ping stream=$stream dst_console=$dst_console qemu_rc=$qrc packed=$gpacked/$packed"
   [ "$verdict" = ok ]
 }
 
