@@ -280,10 +280,13 @@ done
 stty -F /dev/ttyS1 clocal -echo 2>/dev/null || die "no /dev/ttyS1"
 ( read -r line </dev/ttyS1; : >/tmp/stop ) &
 # A TCP stream from the guest to itself through the back-end, whose reader is stopped until after the move, so what
-# it receives waits in the socket's queue (a large receive buffer: no collapsing): lines of 1300 bytes make segments
-# that virtio-net hands up with all but their first 128 bytes left in the very receive buffers the back-end wrote,
-# which nothing in the guest writes until the reader reads them on the destination (as blk's page cache). A page
-# the back-end filled during the migration reaches the destination only if the back-end marked it in the dirty log.
+# it receives waits in the socket's queue (a large receive buffer: no collapsing), in the very receive buffers the
+# back-end wrote, which nothing in the guest writes until the reader reads them on the destination (as blk's page
+# cache). A page the back-end filled during the migration reaches the destination only if the back-end marked it in
+# the dirty log. Lines of 1328 bytes: a frame that large leaves no room in its 1536-byte buffer for the skb's shared
+# info, so virtio-net copies its first 128 bytes out and leaves the rest in place; a smaller one would be made an skb
+# in place, the shared info written by the guest at the buffer's end, and that CPU write would send the page again
+# anyway (the negative control would pass).
 echo "4096 16777216 16777216" >/proc/sys/net/ipv4/tcp_rmem
 PAD=$(i=0; while [ $i -lt 60 ]; do printf 'v4j-mig-%02d-abcdefghij/' $i; i=$((i + 1)); done)
 line() { printf '%06d %s\n' "$1" "$PAD"; }
