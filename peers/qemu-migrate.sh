@@ -305,7 +305,8 @@ s=/sys/class/net/eth0/statistics
 pinger() {
   r=0 sent=0 got=0 dup=0
   while [ ! -e /tmp/stop ]; do
-    ping -q -c 25 -i "$PING_INTERVAL" -W 2 "$PEER_IP" >/tmp/ping.out 2>&1
+    # -W: how long ping waits for the round's last replies (the move's downtime is well under a second)
+    ping -q -c 25 -i "$PING_INTERVAL" -W 5 "$PEER_IP" >/tmp/ping.out 2>&1
     l=$(grep 'packets transmitted' /tmp/ping.out)
     t=$(echo "$l" | sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p')
     g=$(echo "$l" | sed -n 's/.* \([0-9]*\) packets received.*/\1/p')
