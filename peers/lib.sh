@@ -355,21 +355,6 @@ die() { say "FAIL $*"; poweroff -f; }
 EOF
 }
 
-# ------------------------------------------------------------------------------------- QEMU guest
-# peers_qemu_guest MEM_MB SMP INITRAMFS CONSOLE [CMDLINE...]: sets PEERS_QEMU to the QEMU command line a guest script
-# starts from: TCG, the guest's RAM in a shared memfd (vhost-user back-ends map it), the cached kernel with
-# INITRAMFS, the serial console into the file CONSOLE, no default devices, no reboot; CMDLINE is added to the
-# kernel's command line. The caller appends its -chardev and -device options.
-peers_qemu_guest() {
-  local mem=$1 smp=$2 initrd=$3 console=$4
-  shift 4
-  PEERS_QEMU=(qemu-system-x86_64 -machine pc,accel=tcg -smp "$smp" -m "${mem}M"
-    -object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -numa node,memdev=mem
-    -kernel "$PEERS_CACHE/kernel/current/vmlinuz" -initrd "$initrd"
-    -append "console=ttyS0 ipv6.disable=1 panic=-1 mitigations=off quiet loglevel=1${*:+ $*}"
-    -nodefaults -no-user-config -display none -monitor none -serial "file:$console" -no-reboot)
-}
-
 # ------------------------------------------------------------------------------------ backend command
 # A backend under test is given as a command template; "{sock}" is replaced by the socket path and
 # "{cpu}" by the CPU it should run on. Contract (the same for DPDK's testpmd-vhost.sh and ours):
@@ -400,10 +385,155 @@ peers_backend_start() {
   fi
 }
 
-# Stop the backend (SIGTERM, grace period) and echo its RESULT line, if it printed one.
+# Stop the backend (SIGTERM, grace period) and echo its RESULT line, if it printed one. Without arguments the
+# last one started; a script running two gives the PID and stdout file peers_backend_start left for each.
 peers_backend_stop() {
-  [ -n "$BACKEND_PID" ] || return 0
-  peers_stop_group "$BACKEND_PID" "${PEERS_BACKEND_GRACE:-30}" TERM
-  grep -E '^RESULT ' "$BACKEND_OUT" | tail -n 1 || true
-  BACKEND_PID=
+  local pid=${1:-$BACKEND_PID} out=${2:-$BACKEND_OUT}
+  [ -n "$pid" ] || return 0
+  peers_stop_group "$pid" "${PEERS_BACKEND_GRACE:-30}" TERM
+  grep -E '^RESULT ' "$out" | tail -n 1 || true
+  [ "$pid" != "$BACKEND_PID" ] || BACKEND_PID=
+}
+
+# ------------------------------------------------------------------------------------------- QEMU guests
+# The guest every QEMU script boots: the kernel and busybox base tree peers/install.sh caches, an initramfs whose
+# /init the script writes (peers_guest_init_head and the snippets below), QEMU on a pc machine with its RAM in a
+# shared memfd (what a vhost-user back-end maps).
+
+# Dies unless QEMU and the cached guest kernel are there; sets PEERS_KDIR.
+PEERS_KDIR=
+peers_need_guest() {
+  command -v qemu-system-x86_64 >/dev/null || peers_die "qemu-system-x86_64 not found: run peers/install.sh"
+  PEERS_KDIR="$PEERS_CACHE/kernel/current"
+  [ -e "$PEERS_KDIR/.complete" ] || peers_die "no guest kernel cached: run peers/install.sh kernel"
+}
+
+# peers_qemu ACCEL SMP MEM_MIB INITRAMFS CONSOLE [KERNEL_ARG...]: sets the array PEERS_QEMU to the command line of
+# a guest with no device yet (the caller appends its -chardev/-netdev/-device): serial console to the file CONSOLE,
+# no reboot (the guest's poweroff ends QEMU), IPv6 off so the guest sends nothing by itself.
+PEERS_QEMU=()
+peers_qemu() {
+  local accel=$1 smp=$2 mem=$3 initrd=$4 console=$5
+  shift 5
+  PEERS_QEMU=(qemu-system-x86_64 -machine "pc,accel=$accel" -smp "$smp" -m "${mem}M"
+    -object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -numa node,memdev=mem
+    -kernel "$PEERS_KDIR/vmlinuz" -initrd "$initrd"
+    -append "console=ttyS0 ipv6.disable=1 panic=-1 mitigations=off${*:+ $*}"
+    -nodefaults -no-user-config -display none -monitor none -serial "file:$console" -no-reboot)
+}
+
+# Wait up to $3 seconds for a line matching ERE $1 in file $2 while process $4 lives; 1 on time-out, 2 when it died.
+peers_wait_line() {
+  local deadline=$(($(date +%s) + $3))
+  until grep -qaE -- "$1" "$2" 2>/dev/null; do
+    kill -0 "$4" 2>/dev/null || return 2
+    [ "$(date +%s)" -ge "$deadline" ] && return 1
+    sleep 0.05
+  done
+}
+
+# /init snippet: the virtio-blk modules, then waits for /dev/vda and says "disk up".
+peers_guest_blk_up() {
+  cat <<'EOF'
+for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk; do
+  insmod /lib/modules/$m.ko || die "insmod $m"
+done
+i=0
+while [ ! -b /dev/vda ]; do i=$((i + 1)); [ $i -le 200 ] || die "no /dev/vda"; sleep 0.05; done
+say "disk up uptime=$(cut -d' ' -f1 /proc/uptime)"
+EOF
+}
+
+# /init snippet: counters() (prints "V4J-COUNTERS $1 tx_packets=N rx_packets=N ..." of eth0), the modules in their
+# order, eth0 up with GUEST_IP/24 and a static ARP entry PEER_IP -> PEER_MAC (so the guest sends no ARP), says
+# "net up" and prints "V4J-DEVICE features=BITS txqs=N rxqs=N". Args: GUEST_IP PEER_IP PEER_MAC, also left in the
+# guest's shell variables of those names.
+peers_guest_net_up() {
+  printf 'GUEST_IP=%s\nPEER_IP=%s\nPEER_MAC=%s\n' "$1" "$2" "$3"
+  cat <<'EOF'
+counters() {
+  s=/sys/class/net/eth0/statistics
+  echo "V4J-COUNTERS $1 tx_packets=$(cat $s/tx_packets) rx_packets=$(cat $s/rx_packets) tx_bytes=$(cat $s/tx_bytes) rx_bytes=$(cat $s/rx_bytes) tx_dropped=$(cat $s/tx_dropped) rx_dropped=$(cat $s/rx_dropped)"
+}
+say "init uptime=$(cut -d' ' -f1 /proc/uptime)"
+for m in $(cat /lib/modules/order); do insmod /lib/modules/$m.ko || die "insmod $m"; done
+i=0
+while [ ! -e /sys/class/net/eth0 ]; do
+  i=$((i + 1)); [ $i -le 200 ] || die "no eth0"; sleep 0.05
+done
+ip link set lo up
+ip addr add "$GUEST_IP/24" dev eth0
+ip link set eth0 up
+arp -i eth0 -s "$PEER_IP" "$PEER_MAC"
+i=0
+while [ "$(cat /sys/class/net/eth0/operstate)" != up ]; do
+  i=$((i + 1)); [ $i -le 200 ] || die "eth0 not up"; sleep 0.05
+done
+say "net up uptime=$(cut -d' ' -f1 /proc/uptime)"
+echo "V4J-DEVICE features=$(cat /sys/class/net/eth0/device/features) txqs=$(ls -d /sys/class/net/eth0/queues/tx-* | wc -l) rxqs=$(ls -d /sys/class/net/eth0/queues/rx-* | wc -l)"
+EOF
+}
+
+# Wait, in the guest, until eth0's tx_packets stops changing: virtio-net counts a transmitted frame when the device
+# hands its buffer back (used ring), so the last frames the back-end consumed are in the counter after this.
+peers_guest_net_tx_settle() {
+  cat <<'EOF'
+prev=-1; i=0
+while :; do
+  cur=$(cat /sys/class/net/eth0/statistics/tx_packets)
+  [ "$cur" = "$prev" ] && [ $i -ge 3 ] && break
+  prev=$cur; i=$((i + 1)); [ $i -le 100 ] || break; sleep 0.1
+done
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------- QMP
+# peers_qmp SOCKET JSON...: runs each command on one fresh QMP session, prints each reply's "return" as JSON; fails
+# (the error on stderr) at the first error reply.
+PEERS_QMP_PY='
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+def reply():
+    while True:
+        m = json.loads(f.readline())
+        if "return" in m or "error" in m:
+            return m
+f.readline()  # greeting
+f.write("{\"execute\":\"qmp_capabilities\"}\n"); f.flush(); reply()
+for c in sys.argv[2:]:
+    f.write(c + "\n"); f.flush()
+    m = reply()
+    if "error" in m:
+        print(json.dumps(m["error"]), file=sys.stderr)
+        sys.exit(1)
+    print(json.dumps(m["return"]))
+'
+peers_qmp() { python3 -c "$PEERS_QMP_PY" "$@"; }
+
+# peers_migrate SRC_QMP URI BANDWIDTH_MIB TIMEOUT_S: live-migrates the source QEMU to the destination listening on
+# URI (-incoming), the bandwidth capped at BANDWIDTH_MIB MiB/s (QEMU's default is 32; downtime-limit stays at its
+# default, 300 ms), polling query-migrate until it ends or TIMEOUT_S passed. Prints, as QEMU reports them,
+#   status=completed|failed|cancelled|... total_ms=N downtime_ms=N setup_ms=N transferred=BYTES dirty_sync=N
+# and returns 0 when the status is completed.
+peers_migrate() {
+  local qmp=$1 uri=$2 bw=$3 secs=$4 deadline info='{}' status=none
+  peers_qmp "$qmp" "{\"execute\":\"migrate-set-parameters\",\"arguments\":{\"max-bandwidth\":$((bw << 20))}}" >/dev/null || return 1
+  peers_qmp "$qmp" "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"$uri\"}}" >/dev/null || { echo "status=refused"; return 1; }
+  deadline=$(($(date +%s) + secs))
+  while :; do
+    info=$(peers_qmp "$qmp" '{"execute":"query-migrate"}' 2>/dev/null) || info='{}'
+    status=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("status","none"))' "$info")
+    case $status in completed | failed | cancelled) break ;; esac
+    [ "$(date +%s)" -ge "$deadline" ] && break
+    sleep 0.1
+  done
+  python3 -c '
+import json, sys
+m = json.loads(sys.argv[1]); r = m.get("ram", {})
+print("status=%s total_ms=%s downtime_ms=%s setup_ms=%s transferred=%s dirty_sync=%s" % (m.get("status"),
+      m.get("total-time", "?"), m.get("downtime", "?"), m.get("setup-time", "?"), r.get("transferred", "?"),
+      r.get("dirty-sync-count", "?")))' "$info"
+  [ "$status" = completed ]
 }

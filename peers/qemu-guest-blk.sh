@@ -76,9 +76,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$backend_cmd" ] || usage
-command -v qemu-system-x86_64 >/dev/null || peers_die "qemu-system-x86_64 not found: run peers/install.sh"
-kdir="$PEERS_CACHE/kernel/current"
-[ -e "$kdir/.complete" ] || peers_die "no guest kernel cached: run peers/install.sh kernel"
+peers_need_guest
 size=$(to_bytes "$size") bytes=$(to_bytes "$bytes") read_at=$(to_bytes "$read_at") write_at=$(to_bytes "$write_at")
 discard_at=$(to_bytes "$discard_at")
 chunk=65536
@@ -114,13 +112,8 @@ dd if="$work/a" of="$img" bs=$chunk seek=$((read_at / chunk)) conv=notrunc statu
 # ------------------------------------------------------------------------------- the guest's /init
 {
 peers_guest_init_head qemu-guest-blk.sh
+peers_guest_blk_up
 cat <<EOF
-for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk; do
-  insmod /lib/modules/\$m.ko || die "insmod \$m"
-done
-i=0
-while [ ! -b /dev/vda ]; do i=\$((i + 1)); [ \$i -le 200 ] || die "no /dev/vda"; sleep 0.05; done
-say "disk up uptime=\$(cut -d' ' -f1 /proc/uptime)"
 echo "V4J-DISK size=\$(blockdev --getsize64 /dev/vda) ro=\$(blockdev --getro /dev/vda) queues=\$(ls /sys/block/vda/mq | wc -l) features=\$(cat /sys/block/vda/device/features)"
 EOF
 if [ "$kills" = 0 ]; then
@@ -200,7 +193,7 @@ device="vhost-user-blk-pci,chardev=c1,num-queues=$queues"
 # assignment fails with its last command substitution, and a test that is false would end the script.
 reconnect=""
 if [ "$kills" -gt 0 ]; then reconnect=",reconnect=1"; fi
-peers_qemu_guest 256 "$smp" "$work/initramfs.cpio" "$console"
+peers_qemu tcg "$smp" 256 "$work/initramfs.cpio" "$console" quiet loglevel=1
 qemu=("${PEERS_QEMU[@]}" -chardev "socket,id=c1,path=$sock$reconnect" -device "$device")
 [ -n "$cpu" ] && qemu=(taskset -c "$cpu" "${qemu[@]}")
 PEERS_LOG=$work/qemu.log peers_spawn "${qemu[@]}"
@@ -209,14 +202,7 @@ peers_log "qemu pid $qpid: ${qemu[*]}"
 
 # ------------------------------------------------------------------------------ --kills: the chaos
 # Wait up to $3 seconds for a line matching ERE $1 in file $2 while QEMU lives; 1 on time-out, 2 when QEMU died.
-wait_line() {
-  local deadline=$(($(date +%s) + $3))
-  until grep -qE -- "$1" "$2" 2>/dev/null; do
-    kill -0 "$qpid" 2>/dev/null || return 2
-    [ "$(date +%s)" -ge "$deadline" ] && return 1
-    sleep 0.05
-  done
-}
+wait_line() { peers_wait_line "$1" "$2" "$3" "$qpid"; }
 kills_done=0 qemu_alive=ok inflight=no
 if [ "$kills" -gt 0 ]; then
   RANDOM=$seed

@@ -51,8 +51,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$backend_cmd" ] || usage
 [ $((bytes % 64)) = 0 ] && [ "$bytes" -gt 0 ] || peers_die "--bytes must be a positive multiple of 64"
-command -v qemu-system-x86_64 >/dev/null || peers_die "qemu-system-x86_64 not found: run peers/install.sh"
-[ -e "$PEERS_CACHE/kernel/current/.complete" ] || peers_die "no guest kernel cached: run peers/install.sh kernel"
+peers_need_guest
 
 t_start=$(peers_now)
 work=$(mktemp -d /tmp/v4j-guest-rng.XXXXXX)
@@ -87,7 +86,7 @@ poweroff -f
 EOF
 } >"$work/init"
 "$PEERS_DIR/install.sh" initramfs "$work/init" "$work/initramfs.cpio"
-[ -e "$PEERS_CACHE/kernel/current/base/lib/modules/virtio_rng.ko" ] || peers_die "no virtio_rng module cached: run peers/install.sh kernel"
+[ -e "$PEERS_KDIR/base/lib/modules/virtio_rng.ko" ] || peers_die "no virtio_rng module cached: run peers/install.sh kernel"
 
 # ------------------------------------------------------------------------------------- the backend
 template=${backend_cmd//\{source\}/$source}
@@ -96,7 +95,7 @@ peers_backend_start "$template" "$sock" "$backend_cpu" "$work/backend"
 # ----------------------------------------------------------------------------------------- QEMU
 device="vhost-user-rng-pci,chardev=c1"
 [ "$packed" = 1 ] && device+=",packed=on"
-peers_qemu_guest 256 1 "$work/initramfs.cpio" "$console"
+peers_qemu tcg 1 256 "$work/initramfs.cpio" "$console" quiet loglevel=1
 qemu=("${PEERS_QEMU[@]}" -chardev "socket,id=c1,path=$sock" -device "$device")
 [ -n "$cpu" ] && qemu=(taskset -c "$cpu" "${qemu[@]}")
 PEERS_LOG=$work/qemu.log peers_spawn "${qemu[@]}"

@@ -82,9 +82,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$sock" ] || usage
 [ -z "$script" ] || [ -f "$script" ] || peers_die "no such script: $script"
-command -v qemu-system-x86_64 >/dev/null || peers_die "qemu-system-x86_64 not found: run peers/install.sh"
-kdir="$PEERS_CACHE/kernel/current"
-[ -e "$kdir/.complete" ] || peers_die "no guest kernel cached: run peers/install.sh kernel"
+peers_need_guest
 
 t_start=$(peers_now)
 work=$(mktemp -d /tmp/v4j-guest.XXXXXX)
@@ -97,31 +95,9 @@ smp=1
 [ "$queues" -gt 1 ] && smp=$((queues < 2 ? queues : 2))
 {
   peers_guest_init_head qemu-guest.sh
+  peers_guest_net_up "$guest_ip" "$peer_ip" "$peer_mac"
+  printf 'PING=%s\nPING_INTERVAL=%s\nPKTGEN=%s\nPKT_SIZE=%s\n' "$ping" "$ping_interval" "$pktgen" "$pkt_size"
   cat <<'EOF'
-counters() {
-  s=/sys/class/net/eth0/statistics
-  echo "V4J-COUNTERS $1 tx_packets=$(cat $s/tx_packets) rx_packets=$(cat $s/rx_packets) tx_bytes=$(cat $s/tx_bytes) rx_bytes=$(cat $s/rx_bytes) tx_dropped=$(cat $s/tx_dropped) rx_dropped=$(cat $s/rx_dropped)"
-}
-say "init uptime=$(cut -d' ' -f1 /proc/uptime)"
-for m in $(cat /lib/modules/order); do insmod /lib/modules/$m.ko || die "insmod $m"; done
-i=0
-while [ ! -e /sys/class/net/eth0 ]; do
-  i=$((i + 1)); [ $i -le 200 ] || die "no eth0"; sleep 0.05
-done
-EOF
-  printf 'GUEST_IP=%s\nPEER_IP=%s\nPEER_MAC=%s\nPING=%s\nPING_INTERVAL=%s\nPKTGEN=%s\nPKT_SIZE=%s\n' \
-    "$guest_ip" "$peer_ip" "$peer_mac" "$ping" "$ping_interval" "$pktgen" "$pkt_size"
-  cat <<'EOF'
-ip link set lo up
-ip addr add "$GUEST_IP/24" dev eth0
-ip link set eth0 up
-arp -i eth0 -s "$PEER_IP" "$PEER_MAC"
-i=0
-while [ "$(cat /sys/class/net/eth0/operstate)" != up ]; do
-  i=$((i + 1)); [ $i -le 200 ] || die "eth0 not up"; sleep 0.05
-done
-say "net up uptime=$(cut -d' ' -f1 /proc/uptime)"
-echo "V4J-DEVICE features=$(cat /sys/class/net/eth0/device/features) txqs=$(ls -d /sys/class/net/eth0/queues/tx-* | wc -l) rxqs=$(ls -d /sys/class/net/eth0/queues/rx-* | wc -l)"
 sleep 0.2
 counters pre
 if [ "$PING" -gt 0 ]; then
@@ -150,15 +126,8 @@ EOF
     cat "$script"
     echo
   fi
+  peers_guest_net_tx_settle
   cat <<'EOF'
-# virtio-net counts a TX frame when the device hands its buffer back (used ring); wait until the
-# counter is stable so the last frames the backend consumed are in it
-prev=-1; i=0
-while :; do
-  cur=$(cat /sys/class/net/eth0/statistics/tx_packets)
-  [ "$cur" = "$prev" ] && [ $i -ge 3 ] && break
-  prev=$cur; i=$((i + 1)); [ $i -le 100 ] || break; sleep 0.1
-done
 counters final
 say "done uptime=$(cut -d' ' -f1 /proc/uptime)"
 poweroff -f
@@ -182,20 +151,16 @@ elif [ "$server" = 0 ]; then
 fi
 
 # ----------------------------------------------------------------------------------------- QEMU
-cmdline="console=ttyS0 ipv6.disable=1 panic=-1 mitigations=off"
-[ "$verbose" = 1 ] || cmdline+=" quiet loglevel=1"
+kargs=()
+[ "$verbose" = 1 ] || kargs=(quiet loglevel=1)
 chardev="socket,id=c0,path=$sock"
 [ "$server" = 1 ] && chardev+=",server=on,wait=on"
 netdev="vhost-user,id=n0,chardev=c0"
 device="virtio-net-pci,netdev=n0,vectors=0,mac=$guest_mac"   # vectors=0: QEMU 7.2 TCG + MSI-X segfaults
 if [ "$queues" -gt 1 ]; then netdev+=",queues=$queues"; device+=",mq=on"; fi
 [ "$packed" = 1 ] && device+=",packed=on"
-machine="pc,accel=$accel"
-qemu=(qemu-system-x86_64 -machine "$machine" -smp "$smp" -m "${mem}M"
-  -object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -numa "node,memdev=mem"
-  -kernel "$kdir/vmlinuz" -initrd "$work/initramfs.cpio" -append "$cmdline"
-  -nodefaults -no-user-config -display none -monitor none -serial "file:$console" -no-reboot
-  -chardev "$chardev" -netdev "$netdev" -device "$device")
+peers_qemu "$accel" "$smp" "$mem" "$work/initramfs.cpio" "$console" "${kargs[@]}"
+qemu=("${PEERS_QEMU[@]}" -chardev "$chardev" -netdev "$netdev" -device "$device")
 [ -n "$cpu" ] && qemu=(taskset -c "$cpu" "${qemu[@]}")
 PEERS_LOG=$work/qemu.log peers_spawn "${qemu[@]}"
 qpid=$PEERS_LAST_PID

@@ -72,6 +72,9 @@ public final class ServeCommand {
         int mtu = 1500;
         @Option(names = "--stats-period", paramLabel = "S", description = "print per-queue statistics every S seconds (0: only at exit)")
         int statsPeriod = 0;
+        // TEST ONLY (hidden): the negative control of peers/qemu-migrate.sh --device net; see NetDevice.DEBUG_SKIP_RX_DATA_LOG
+        @Option(names = "--debug-no-dirty-log", hidden = true)
+        boolean debugNoDirtyLog;
 
         @Override
         public Integer call() throws Exception {
@@ -80,6 +83,10 @@ public final class ServeCommand {
             }
             endpoint.check(spec);
             metrics.check(spec);
+            if (debugNoDirtyLog) {
+                System.setProperty(NetDevice.DEBUG_SKIP_RX_DATA_LOG, "true");
+                System.err.println("virtio4j serve net: TEST ONLY --debug-no-dirty-log: received frames are not marked in the dirty log");
+            }
             byte[] macBytes = HexFormat.ofDelimiter(":").parseHex(mac);
             TapPolling polling = new TapPolling(rxPollStop, txPoll);
             NetMode netMode = Converters.netMode(mode, polling);

@@ -35,8 +35,9 @@ final class PairQueues {
             if (!q.queue().isBroken()) {
                 q.queue().disableKicks();
             }
-            delivery = new RxDelivery(q.queue(), VirtioFeatures.has(q.features(), NetFeatures.MRG_RXBUF), q.dirtyLog(),
-                    q.memory());
+            // the test-only switch (see NetDevice.DEBUG_SKIP_RX_DATA_LOG) is read here, off the hot path
+            delivery = new RxDelivery(q.queue(), VirtioFeatures.has(q.features(), NetFeatures.MRG_RXBUF),
+                    Boolean.getBoolean(NetDevice.DEBUG_SKIP_RX_DATA_LOG) ? null : q.dirtyLog(), q.memory());
             rxKick.reset();
             return true;
         }
