@@ -259,7 +259,7 @@ public final class ExperimentRunner {
                             + "probe changed state: %d%n", r.pairs().size(), r.seconds(), r.stop().text(),
                     percent(r.ratio().halfWidth()), r.pairsChangingState()));
             if (r.experiment().tap() == null && r.experiment().base().pattern() == TrafficPattern.RR) {
-                sb.append("  - ").append(r.experiment().processes()).append(" process(es), ")
+                sb.append("  - ").append(r.experiment().processes() == 1 ? "one process" : "two processes").append(", ")
                         .append(r.experiment().base().bufs()).append(" transactions a run; ")
                         .append(Metric.ROUND_TRIP_P50_NS.label()).append(' ').append(aToB(r, Metric.ROUND_TRIP_P50_NS))
                         .append(", ").append(Metric.ROUND_TRIP_P99_NS.label()).append(' ')
