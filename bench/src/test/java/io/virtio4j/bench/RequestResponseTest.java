@@ -43,20 +43,20 @@ class RequestResponseTest {
         assertTrue(p50 > 0 && p50 <= p99 && p99 <= r.roundTrips().max(), what + ": p50 " + p50 + ", p99 " + p99);
     }
 
-    @ParameterizedTest(name = "{0} {1} {2} in-order {3}")
+    @ParameterizedTest(name = "{0} {1} {2} in-order {3} publish {4} indirect {5}")
     @CsvSource({
-        "split, poll, weak, off",
-        "split, notify, strong, on",
-        "split, hybrid, weak, off",
-        "packed, poll, strong, off",
-        "packed, notify, weak, on",
+        "split, poll, weak, off, eager, false",
+        "split, notify, strong, on, lazy, false",
+        "split, hybrid, weak, off, adaptive, true",
+        "packed, poll, strong, off, lazy, true",
+        "packed, notify, weak, on, eager, false",
     })
-    void inProcessEveryTransactionIsAnsweredAndTimed(String ring, String mode, String barriers, String inOrder)
-            throws Exception {
-        BenchConfig cfg = rr(mode.equals("poll") ? 20_000 : 2_000, mode)
-                .with(Map.of("ring", ring, "barriers", barriers, "in-order", inOrder));
+    void inProcessEveryTransactionIsAnsweredAndTimed(String ring, String mode, String barriers, String inOrder,
+                                                     String publish, boolean indirect) throws Exception {
+        BenchConfig cfg = rr(mode.equals("poll") ? 20_000 : 2_000, mode).with(Map.of("ring", ring, "barriers", barriers,
+                "in-order", inOrder, "avail-publish", publish, "indirect", Boolean.toString(indirect)));
         RunResult r = RingBenchmark.run(cfg);
-        assertEveryTransaction(cfg, r, ring + " " + mode + " " + barriers);
+        assertEveryTransaction(cfg, r, cfg.describe());
         if (mode.equals("notify")) {
             // the device sleeps between requests, so the driver kicks for (nearly) every one
             assertTrue(r.driver().kicksSent > 0, "kicks " + r.driver().kicksSent);
