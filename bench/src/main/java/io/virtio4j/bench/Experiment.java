@@ -51,7 +51,7 @@ public record Experiment(String id, String lesson, String claim, BenchConfig bas
     }
 
     /**
-     * A request-response row of the barrier lesson: WEAK vs STRONG with one buffer in flight, the device waiting in
+     * A request-response row of the barrier lesson: WEAK vs STRONG with one buffer in flight, both sides waiting in
      * {@code mode}, in one process or two. The claim's throughput figure is transactions per second (one buffer is
      * one transaction), its CPU figure the CPU per buffer beside it.
      */
