@@ -39,12 +39,16 @@ import java.util.Map;
  * @param dirtyLog         the device queue logs its used-ring writes, and the device the data it writes, in a dirty-page
  *                         bitmap ({@code core.memory.DirtyLog}) sized for the run's guest memory, as a vhost-user
  *                         back-end does while a migration runs (VHOST_F_LOG_ALL)
+ * @param pattern          {@link TrafficPattern#STREAM} (the ring kept full) or {@link TrafficPattern#RR}
+ *                         (request-response: one buffer in flight, needs {@code batch} 1, a request and a writable
+ *                         answer ({@code chain} &gt;= 2) and {@code bufSize} &gt;= 8; every answer is checked, so
+ *                         {@code verify} adds nothing)
  */
 public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, int bufSize, int chain,
                           boolean indirect, boolean eventIdx, boolean inOrder, boolean delayedInterrupt,
                           Ordering barriers, AvailPublication availPublish, boolean cachedAvail, NotificationMode mode,
                           boolean toggleNotify, long hybridSpinNanos, boolean verify, int driverCpu, int deviceCpu,
-                          boolean inflight, boolean dirtyLog) {
+                          boolean inflight, boolean dirtyLog, TrafficPattern pattern) {
 
     public BenchConfig {
         if (bufs < 1) {
@@ -78,12 +82,40 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
         if (verify && bufSize < 8) {
             throw new InvalidBenchOptionException("%s needs %s >= 8, got " + bufSize, "verify", "bufSize");
         }
+        if (pattern == null) {
+            throw new InvalidBenchOptionException("%s is required", "pattern");
+        }
+        if (pattern == TrafficPattern.RR) {
+            // one buffer in flight: a batch larger than 1 could never fill, and the device would publish its one
+            // answer only after finding the ring empty, an extra load on the critical path
+            if (batch != 1) {
+                throw new InvalidBenchOptionException("%s must be 1 with %s rr (one buffer in flight), got " + batch,
+                        "batch", "pattern");
+            }
+            if (chain < 2) {
+                throw new InvalidBenchOptionException("%s must be >= 2 with %s rr (a request and a writable answer), got "
+                        + chain, "chain", "pattern");
+            }
+            // the first 8 bytes of a request are its sequence number, so an answer left over from the previous
+            // transaction can never pass the check
+            if (bufSize < 8) {
+                throw new InvalidBenchOptionException("%s must be >= 8 with %s rr, got " + bufSize, "bufSize", "pattern");
+            }
+        }
     }
 
     public static BenchConfig defaults() {
         return new BenchConfig(2_000_000, 256, RingFormat.SPLIT, 64, 64, 1, false, true, false, false,
                 Ordering.WEAK, AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1, false,
-                false);
+                false, TrafficPattern.STREAM);
+    }
+
+    /**
+     * This configuration as request-response ({@link TrafficPattern#RR}): one buffer in flight (batch 1) of a request
+     * element and a writable answer element (chain 2), each {@code bufSize} bytes.
+     */
+    public BenchConfig requestResponse() {
+        return with(Map.of("pattern", "rr", "batch", "1", "chain", "2"));
     }
 
     /**
@@ -134,6 +166,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
         m.put("device-cpu", Integer.toString(deviceCpu));
         m.put("inflight", inflight ? "on" : "off");
         m.put("dirty-log", dirtyLog ? "on" : "off");
+        m.put("pattern", pattern.name().toLowerCase(Locale.ROOT));
         return m;
     }
 
@@ -159,7 +192,8 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 Integer.parseInt(m.get("driver-cpu")),
                 Integer.parseInt(m.get("device-cpu")),
                 bool(m, "inflight"),
-                bool(m, "dirty-log"));
+                bool(m, "dirty-log"),
+                enumOf(TrafficPattern.class, m, "pattern"));
     }
 
     private static boolean bool(Map<String, String> m, String k) {
@@ -182,7 +216,8 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
 
     /** One line describing the configuration. */
     public String describe() {
-        return ring.name().toLowerCase(Locale.ROOT) + " ring " + ringSize + ", batch " + batch + ", " + chain + " x "
+        return (pattern == TrafficPattern.RR ? "request-response, " : "")
+                + ring.name().toLowerCase(Locale.ROOT) + " ring " + ringSize + ", batch " + batch + ", " + chain + " x "
                 + bufSize + " B"
                 + (indirect ? " indirect" : "") + ", notify " + mode.name().toLowerCase(Locale.ROOT)
                 + ", barriers " + barriers.name().toLowerCase(Locale.ROOT)

@@ -15,8 +15,10 @@ import java.lang.management.ManagementFactory;
 
 /**
  * The device side of a benchmark run: pops, pushes used, publishes every {@code batch} buffers or when the
- * ring runs dry, and waits only when the ring is empty, until the driver sets the stop word. With a dirty log it
- * marks the bytes it writes into a buffer ({@code --verify}) before pushing it, as a vhost-user device does while a
+ * ring runs dry, and waits only when the ring is empty, until the driver sets the stop word. It answers a
+ * request-response buffer ({@link TrafficPattern#RR}) by echoing the first {@code bufSize} bytes of its readable part
+ * into its writable part, and a {@code --verify} stream buffer by writing back its sequence number plus one. With a
+ * dirty log it marks the bytes it writes into a buffer before pushing it, as a vhost-user device does while a
  * migration runs (the queue marks its own ring writes).
  */
 final class DeviceLoop {
@@ -47,17 +49,19 @@ final class DeviceLoop {
     Result run() throws InterruptedException {
         String pinError = Pinning.pin(cfg.deviceCpu(), "device");
         com.sun.management.ThreadMXBean tmx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-        MemorySegment scratch = Arena.ofAuto().allocate(8, 8);
+        boolean echo = cfg.pattern() == TrafficPattern.RR;
+        MemorySegment scratch = Arena.ofAuto().allocate(echo ? cfg.bufSize() : 8, 8);
         int batch = cfg.batch();
         boolean toggle = cfg.toggleNotify();
-        boolean verify = cfg.verify();
+        boolean verify = cfg.verify() && !echo;
         device.disableKicks();
 
+        // made before the measured part, which allocates nothing
+        IdleWait idle = new IdleWait(cfg.mode(), cfg.hybridSpinNanos());
         long cpu0 = tmx.getCurrentThreadCpuTime();
         long alloc0 = tmx.getCurrentThreadAllocatedBytes();
         int pending = 0;
         long spurious = 0;
-        IdleWait idle = new IdleWait(cfg.mode(), cfg.hybridSpinNanos());
         boolean woke = false;
         while (true) {
             if (toggle) {
@@ -67,7 +71,13 @@ final class DeviceLoop {
             DescriptorChain c = device.pop();
             if (c != null) {
                 long written = 0;
-                if (verify) {
+                if (echo) {
+                    long n = c.gather(0, scratch, 0, scratch.byteSize());
+                    written = c.scatter(0, scratch, 0, n);
+                    if (log != null) {
+                        logged(c, written);
+                    }
+                } else if (verify) {
                     c.gather(0, scratch, 0, 8);
                     scratch.set(ValueLayout.JAVA_LONG, 0, scratch.get(ValueLayout.JAVA_LONG, 0) + 1);
                     written = c.writableCount() > 0 ? c.scatter(0, scratch, 0, 8) : 0;
@@ -104,8 +114,9 @@ final class DeviceLoop {
             device.disableKicks();
             idle.busy();
         }
-        return new Result(tmx.getCurrentThreadCpuTime() - cpu0, tmx.getCurrentThreadAllocatedBytes() - alloc0,
-                spurious, pinError);
+        // read before the CPU time, whose reading allocates: the run itself allocates nothing
+        long allocated = tmx.getCurrentThreadAllocatedBytes() - alloc0;
+        return new Result(tmx.getCurrentThreadCpuTime() - cpu0, allocated, spurious, pinError);
     }
 
     /**

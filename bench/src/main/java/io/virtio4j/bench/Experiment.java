@@ -21,24 +21,47 @@ import java.util.List;
  * @param placeholder non-null when the experiment cannot run yet: why
  * @param tap         for a tap back-end experiment ({@link NetPollBench}), the disciplines of A and B; null for a ring
  *                    benchmark experiment, whose sides are {@link #configA()} and {@link #configB()}
+ * @param processes   for a ring benchmark experiment, 1 (driver and device threads in one JVM) or 2 (the device in
+ *                    a second JVM, {@link TwoProcessBenchmark})
  */
 public record Experiment(String id, String lesson, String claim, BenchConfig base, String key, String a, String b,
                          Metric metric, boolean expectsIncrease, double claimedRatio, String placeholder,
-                         TapSides tap) {
+                         TapSides tap, int processes) {
+
+    public Experiment {
+        if (processes != 1 && (processes != 2 || tap != null)) {
+            throw new IllegalArgumentException("experiment " + id + ": processes must be 1, or 2 for a ring benchmark, got "
+                    + processes);
+        }
+    }
 
     /** The two disciplines a tap back-end experiment compares. */
     public record TapSides(TapPolling a, TapPolling b) {
     }
 
-    /** A ring benchmark experiment. */
+    /** A ring benchmark experiment in one process. */
     public Experiment(String id, String lesson, String claim, BenchConfig base, String key, String a, String b,
                       Metric metric, boolean expectsIncrease, double claimedRatio, String placeholder) {
-        this(id, lesson, claim, base, key, a, b, metric, expectsIncrease, claimedRatio, placeholder, null);
+        this(id, lesson, claim, base, key, a, b, metric, expectsIncrease, claimedRatio, placeholder, null, 1);
     }
 
     private static Experiment tap(String id, String claim, TapPolling a, TapPolling b, double claimed) {
         return new Experiment(id, NET_POLL, claim, BenchConfig.defaults(), "rx-poll-stop/tx-poll", label(a), label(b),
-                Metric.BUFFERS_PER_S, true, claimed, null, new TapSides(a, b));
+                Metric.BUFFERS_PER_S, true, claimed, null, new TapSides(a, b), 1);
+    }
+
+    /**
+     * A request-response row of the barrier lesson: WEAK vs STRONG with one buffer in flight, both sides waiting in
+     * {@code mode}, in one process or two. The claim's throughput figure is transactions per second (one buffer is
+     * one transaction), its CPU figure the CPU per buffer beside it.
+     */
+    private static Experiment requestResponse(BenchConfig rr, String mode, int processes) {
+        return new Experiment("barrier-strength-rr-" + mode + "-" + processes + "p", BARRIERS,
+                "request-response (one buffer in flight, netperf TCP_RR's shape), " + mode + " mode, "
+                        + (processes == 1 ? "driver and device threads in one process" : "the device in a second process")
+                        + ": STRONG barriers claimed up to -14% transactions/s and +35% CPU per transaction",
+                rr.with("notify", mode), "barriers", "weak", "strong", Metric.BUFFERS_PER_S, false, 0.86, null, null,
+                processes);
     }
 
     /** Short enough for a chart title: "off/always", "on/on-eagain". */
@@ -53,11 +76,17 @@ public record Experiment(String id, String lesson, String claim, BenchConfig bas
     public static final String RING_FORMAT = "ring-format";
     public static final String IN_ORDER = "in-order";
 
-    /** The experiments, with {@code bufs} buffers per run. */
+    /**
+     * The experiments, with {@code bufs} buffers per run; a request-response run moves a tenth of them polling and a
+     * hundredth sleeping on notifications, since a transaction costs a whole round trip (and with notifications two
+     * wake-ups), so that its runs last about as long as a stream run's.
+     */
     public static List<Experiment> all(long bufs) {
         BenchConfig d = BenchConfig.defaults().with("bufs", Long.toString(bufs));
         BenchConfig notify64 = d.with("notify", "notify").with("batch", "64");
         BenchConfig poll = d.with("notify", "poll").with("batch", "64");
+        BenchConfig rrPoll = d.with("bufs", Long.toString(Math.max(1, bufs / 10))).requestResponse();
+        BenchConfig rrNotify = d.with("bufs", Long.toString(Math.max(1, bufs / 100))).requestResponse();
         return List.of(
                 new Experiment("cached-avail-idx", CACHED_AVAIL,
                         "vhost: caching the avail index read in vhost_enable_notify() cut run time by 1.5% "
@@ -83,9 +112,13 @@ public record Experiment(String id, String lesson, String claim, BenchConfig bas
                         "mandatory (hardware-strength) barriers cost up to 14% throughput and up to 35% more CPU "
                                 + "(TCP_RR)",
                         poll, "barriers", "weak", "strong", Metric.BUFFERS_PER_S, false, 0.86, null),
-                new Experiment("barrier-strength-rr", BARRIERS,
-                        "the same at batch 1 (one buffer per round trip, closest to request/response)",
+                new Experiment("barrier-strength-batch1", BARRIERS,
+                        "the same streaming at batch 1 (a kick and a publication per buffer, the ring still full)",
                         poll.with("batch", "1"), "barriers", "weak", "strong", Metric.BUFFERS_PER_S, false, 0.86, null),
+                requestResponse(rrPoll, "poll", 1),
+                requestResponse(rrNotify, "notify", 1),
+                requestResponse(rrPoll, "poll", 2),
+                requestResponse(rrNotify, "notify", 2),
                 new Experiment("packed-vs-split", RING_FORMAT,
                         "Linux virtio_ring in-order series (2025): packed receive +16% pps over split with 64-byte "
                                 + "packets, transmit flat; here the ring benchmark (64-byte buffers, device "

@@ -35,7 +35,7 @@ public record ExperimentResult(Experiment experiment, Interleaved.Pairs pairs, P
     static final List<Metric> FIGURES = List.of(Metric.BUFFERS_PER_S, Metric.NS_PER_BUFFER, Metric.CPU_NS_PER_BUFFER,
             Metric.DRIVER_CPU_MS, Metric.DEVICE_CPU_MS, Metric.KICKS_PER_BUFFER, Metric.NOTIFICATIONS_PER_BUFFER,
             Metric.AVAIL_IDX_READS_PER_BUFFER, Metric.AVAIL_IDX_WRITES_PER_BUFFER, Metric.STRONG_FENCES_PER_BUFFER,
-            Metric.PROBE_NS);
+            Metric.ROUND_TRIP_P50_NS, Metric.ROUND_TRIP_P99_NS, Metric.PROBE_NS);
 
     /** Pair numbers (from 1) of the outliers of the row's figure. */
     public List<Integer> outlierPairs() {
@@ -116,6 +116,7 @@ public record ExperimentResult(Experiment experiment, Interleaved.Pairs pairs, P
         }
         if (e.tap() == null) {
             j.put("config", new LinkedHashMap<>(e.base().toMap()));
+            j.put("processes", e.processes());
         }
         if (details != null) {
             j.putAll(details);
@@ -144,6 +145,9 @@ public record ExperimentResult(Experiment experiment, Interleaved.Pairs pairs, P
         j.put("per_pair", perPair());
         Map<String, Object> more = new LinkedHashMap<>();
         for (Metric m : FIGURES) {
+            if (!m.shownFor(e.base())) {
+                continue;
+            }
             Map<String, Object> f = new LinkedHashMap<>();
             f.put("a_median", m.summarize(pairs.aRuns()).median());
             f.put("b_median", m.summarize(pairs.bRuns()).median());

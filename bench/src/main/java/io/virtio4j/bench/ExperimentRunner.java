@@ -78,15 +78,7 @@ public final class ExperimentRunner {
             }
         }
         if (!ring.isEmpty()) {
-            List<AdaptivePairs.Row> rows = new ArrayList<>();
-            for (Experiment e : ring) {
-                rows.add(new AdaptivePairs.Row(Interleaved.sides(BenchRunner.IN_PROCESS, e.configA(), e.configB()),
-                        e.configA(), e.configB(), e.metric(), s -> progress.accept(e.id() + ": " + s)));
-            }
-            List<AdaptivePairs.Outcome> done = AdaptivePairs.run(rows, ringStopping, warmup, System::nanoTime);
-            for (int i = 0; i < ring.size(); i++) {
-                results.put(ring.get(i), ExperimentResult.measured(ring.get(i), done.get(i), null));
-            }
+            runRing(ring, results, progress);
         }
         if (!tap.isEmpty()) {
             runTap(tap, results, progress);
@@ -96,6 +88,46 @@ public final class ExperimentRunner {
             out.add(results.get(e));
         }
         return out;
+    }
+
+    /**
+     * The ring rows on one {@link AdaptivePairs} schedule; the two-process rows share one device JVM, started only when
+     * a selected row needs it and stopped when all are done.
+     */
+    private void runRing(List<Experiment> ring, Map<Experiment, ExperimentResult> results, Consumer<String> progress)
+            throws InterruptedException {
+        TwoProcessBenchmark two = null;
+        try {
+            List<AdaptivePairs.Row> rows = new ArrayList<>();
+            for (Experiment e : ring) {
+                BenchRunner runner = BenchRunner.IN_PROCESS;
+                if (e.processes() == 2) {
+                    if (two == null) {
+                        progress.accept(e.id() + ": starting the device process");
+                        two = startDeviceProcess();
+                    }
+                    runner = two::run;
+                }
+                rows.add(new AdaptivePairs.Row(Interleaved.sides(runner, e.configA(), e.configB()),
+                        e.configA(), e.configB(), e.metric(), s -> progress.accept(e.id() + ": " + s)));
+            }
+            List<AdaptivePairs.Outcome> done = AdaptivePairs.run(rows, ringStopping, warmup, System::nanoTime);
+            for (int i = 0; i < ring.size(); i++) {
+                results.put(ring.get(i), ExperimentResult.measured(ring.get(i), done.get(i), null));
+            }
+        } finally {
+            if (two != null) {
+                two.close();
+            }
+        }
+    }
+
+    private static TwoProcessBenchmark startDeviceProcess() throws InterruptedException {
+        try {
+            return TwoProcessBenchmark.start();
+        } catch (IOException e) {
+            throw new BenchmarkFailedException("cannot start the device process: " + e, e);
+        }
     }
 
     private void runTap(List<Experiment> tap, Map<Experiment, ExperimentResult> results, Consumer<String> progress)
@@ -226,6 +258,13 @@ public final class ExperimentRunner {
             sb.append(String.format(Locale.ROOT, "  - %d pairs in %.0f s (%s), half-width %s; pairs during which the "
                             + "probe changed state: %d%n", r.pairs().size(), r.seconds(), r.stop().text(),
                     percent(r.ratio().halfWidth()), r.pairsChangingState()));
+            if (r.experiment().tap() == null && r.experiment().base().pattern() == TrafficPattern.RR) {
+                sb.append("  - ").append(r.experiment().processes() == 1 ? "one process" : "two processes").append(", ")
+                        .append(r.experiment().base().bufs()).append(" transactions a run; ")
+                        .append(Metric.ROUND_TRIP_P50_NS.label()).append(' ').append(aToB(r, Metric.ROUND_TRIP_P50_NS))
+                        .append(", ").append(Metric.ROUND_TRIP_P99_NS.label()).append(' ')
+                        .append(aToB(r, Metric.ROUND_TRIP_P99_NS)).append('\n');
+            }
             if (!r.outlierPairs().isEmpty()) {
                 StringBuilder o = new StringBuilder();
                 for (int pair : r.outlierPairs()) {

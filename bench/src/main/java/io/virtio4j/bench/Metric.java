@@ -31,6 +31,9 @@ public enum Metric {
             r -> r.perBuffer(r.device().usedIdxWrites)),
     STRONG_FENCES_PER_BUFFER("strong_fences_per_buffer", "STRONG fences/buffer", "%.4f",
             r -> r.perBuffer(r.driver().strongFences + r.device().strongFences)),
+    /** Request-response runs: the median round trip of a transaction, from adding the request to reaping the answer. */
+    ROUND_TRIP_P50_NS("round_trip_p50_ns", "round trip p50 ns", "%,.0f", r -> r.roundTripNanos(50)),
+    ROUND_TRIP_P99_NS("round_trip_p99_ns", "round trip p99 ns", "%,.0f", r -> r.roundTripNanos(99)),
     SPURIOUS_WAKEUPS("spurious_wakeups", "spurious wake-ups", "%,.0f",
             r -> r.driverSpurious() + r.deviceSpurious()),
     GC_COUNT("gc_count", "GC count", "%,.0f", r -> r.gcCount()),
@@ -41,9 +44,16 @@ public enum Metric {
     PROBE_AFTER_NS("probe_after_ns", "ping-pong ns (after)", "%,.0f", RunResult::probeAfterNanos),
     DIRTY_PAGES("dirty_pages", "dirty-log pages marked", "%,.0f", r -> r.dirtyPages());
 
-    /** Whether runs of {@code cfg} have this figure to show (the dirty log's pages only with one). */
+    /**
+     * Whether runs of {@code cfg} have this figure to show (the dirty log's pages only with one, round trips only
+     * for request-response).
+     */
     boolean shownFor(BenchConfig cfg) {
-        return this != DIRTY_PAGES || cfg.dirtyLog();
+        return switch (this) {
+            case DIRTY_PAGES -> cfg.dirtyLog();
+            case ROUND_TRIP_P50_NS, ROUND_TRIP_P99_NS -> cfg.pattern() == TrafficPattern.RR;
+            default -> true;
+        };
     }
 
     private final String key;

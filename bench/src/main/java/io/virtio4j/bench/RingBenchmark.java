@@ -80,7 +80,7 @@ public final class RingBenchmark {
             return new RunResult(d.completed(), d.elapsedNanos(), d.cpuNanos(), v.cpuNanos(), driver.counters(),
                     device.counters(), d.spurious(), v.spurious(), gcCount() - gcBefore,
                     d.allocatedBytes() + v.allocatedBytes(), Pinning.describe(cfg, d.pinError(), v.pinError()),
-                    Double.NaN, Double.NaN, layout.dirtyPages(mem));
+                    Double.NaN, Double.NaN, layout.dirtyPages(mem), d.roundTrips());
         }
     }
 

@@ -101,7 +101,7 @@ public final class TwoProcessBenchmark implements AutoCloseable {
         return new RunResult(d.completed(), d.elapsedNanos(), d.cpuNanos(), Long.parseLong(dev.get("cpu")),
                 driver.counters(), DeviceProcess.counters(dev), d.spurious(), Long.parseLong(dev.get("spurious")),
                 RingBenchmark.gcCount() - gcBefore, d.allocatedBytes() + Long.parseLong(dev.get("alloc")),
-                Pinning.describe(cfg, d.pinError(), devPin), before, after, dirtyPages);
+                Pinning.describe(cfg, d.pinError(), devPin), before, after, dirtyPages, d.roundTrips());
     }
 
     @Override

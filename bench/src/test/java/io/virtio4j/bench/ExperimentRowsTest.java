@@ -1,6 +1,8 @@
 package io.virtio4j.bench;
 
 import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.ordering.Ordering;
+import io.virtio4j.core.policy.NotificationMode;
 import org.junit.jupiter.api.Test;
 
 import java.util.HashMap;
@@ -27,8 +29,32 @@ class ExperimentRowsTest {
             a.remove(e.key());
             b.remove(e.key());
             assertEquals(a, b, e.id());
-            assertEquals(1000, e.configA().bufs(), e.id());
+            // a request-response transaction is a whole round trip: fewer of them a run, fewer still sleeping
+            long bufs = e.base().pattern() == TrafficPattern.STREAM ? 1000
+                    : e.base().mode() == NotificationMode.POLL ? 100 : 10;
+            assertEquals(bufs, e.configA().bufs(), e.id());
         }
+    }
+
+    @Test
+    void theBarrierLessonHasRequestResponseRowsPollingAndSleepingInOneProcessAndTwo() {
+        List<Experiment> rr = new ExperimentRunner(1000, 2, 0, Set.of(Experiment.BARRIERS)).selected().stream()
+                .filter(e -> e.base().pattern() == TrafficPattern.RR).toList();
+        assertEquals(List.of("barrier-strength-rr-poll-1p", "barrier-strength-rr-notify-1p", "barrier-strength-rr-poll-2p",
+                "barrier-strength-rr-notify-2p"), rr.stream().map(Experiment::id).toList());
+        for (Experiment e : rr) {
+            assertEquals(e.id().endsWith("2p") ? 2 : 1, e.processes(), e.id());
+            assertEquals(e.id().contains("poll") ? NotificationMode.POLL : NotificationMode.NOTIFY, e.base().mode(), e.id());
+            assertEquals(Ordering.WEAK, e.configA().barriers(), e.id());
+            assertEquals(Ordering.STRONG, e.configB().barriers(), e.id());
+            assertEquals(1, e.base().batch(), e.id());
+            assertEquals(Metric.BUFFERS_PER_S, e.metric(), "transactions/s: one buffer is one transaction");
+            assertFalse(e.expectsIncrease(), e.id());
+            assertEquals(0.86, e.claimedRatio(), e.id());
+            assertEquals(Metric.STRONG_FENCES_PER_BUFFER, e.counter(), e.id());
+        }
+        assertTrue(Experiment.all(1000).stream().filter(e -> e.processes() == 2).allMatch(rr::contains),
+                "only these rows need a second process");
     }
 
     @Test

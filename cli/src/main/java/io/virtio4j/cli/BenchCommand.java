@@ -8,6 +8,7 @@ import io.virtio4j.bench.BenchRunner;
 import io.virtio4j.bench.InvalidBenchOptionException;
 import io.virtio4j.bench.TwoProcessBenchmark;
 import io.virtio4j.bench.RunResult;
+import io.virtio4j.bench.TrafficPattern;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
@@ -43,12 +44,18 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--ring", paramLabel = "split|packed", description = "ring format, both sides (default split)",
             converter = Converters.RingFormatConverter.class)
     RingFormat ring = D.ring();
-    @Option(names = "--batch", description = "buffers added per kick / pushed per used publication (default ${DEFAULT-VALUE})")
-    int batch = D.batch();
+    @Option(names = "--pattern", paramLabel = "stream|rr", description = "stream: keep the ring full; rr: "
+            + "request-response, one buffer in flight, the device echoes each request, the driver checks each answer "
+            + "and reports round-trip p50/p99 (default stream)", converter = Converters.PatternConverter.class)
+    TrafficPattern pattern = D.pattern();
+    @Option(names = "--batch", description = "buffers added per kick / pushed per used publication (default "
+            + "${DEFAULT-VALUE}, with --pattern rr 1)")
+    Integer batch;
     @Option(names = "--buf-size", description = "bytes per buffer element (default ${DEFAULT-VALUE})")
     int bufSize = D.bufSize();
-    @Option(names = "--chain", description = "elements per buffer: 1 = one readable; n>1 = n-1 readable + 1 writable (default ${DEFAULT-VALUE})")
-    int chain = D.chain();
+    @Option(names = "--chain", description = "elements per buffer: 1 = one readable; n>1 = n-1 readable + 1 writable "
+            + "(default 1, with --pattern rr 2)")
+    Integer chain;
     @Option(names = "--indirect", arity = "1", paramLabel = "on|off", description = "negotiate VIRTIO_F_INDIRECT_DESC: "
             + "put chains in indirect tables (needs --chain >= 2) (default off)", converter = Converters.OnOffConverter.class)
     boolean indirect = D.indirect();
@@ -108,9 +115,13 @@ public final class BenchCommand implements Callable<Integer> {
     /** The configuration the flags give; a value out of range is reported by its flag. */
     BenchConfig config() {
         try {
-            return new BenchConfig(bufs, ringSize, ring, batch, bufSize, chain, indirect, eventIdx, inOrder,
+            // a request-response run's own shape unless the flags say otherwise: one buffer in flight, a request and
+            // its answer
+            BenchConfig shape = pattern == TrafficPattern.RR ? D.requestResponse() : D;
+            return new BenchConfig(bufs, ringSize, ring, batch != null ? batch : shape.batch(), bufSize,
+                    chain != null ? chain : shape.chain(), indirect, eventIdx, inOrder,
                     delayedInterrupt, barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify,
-                    driverCpu, deviceCpu, inflight, dirtyLog);
+                    driverCpu, deviceCpu, inflight, dirtyLog, pattern);
         } catch (InvalidBenchOptionException e) {
             throw OptionFlags.rejected(spec, e);
         }

@@ -1,5 +1,6 @@
 package io.virtio4j.cli;
 
+import io.virtio4j.bench.TrafficPattern;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.ordering.Ordering;
@@ -36,6 +37,13 @@ final class Converters {
         @Override
         public AvailPublication convert(String v) {
             return parse(AvailPublication.class, v);
+        }
+    }
+
+    static final class PatternConverter implements ITypeConverter<TrafficPattern> {
+        @Override
+        public TrafficPattern convert(String v) {
+            return parse(TrafficPattern.class, v);
         }
     }
 

@@ -29,8 +29,10 @@ class ExperimentsCommandTest {
         List<String> rows = Files.readAllLines(out.resolve("experiments.md")).stream()
                 .filter(l -> l.startsWith("| ") && !l.startsWith("| experiment ")).toList();
         assertEquals(List.of("cached-avail-idx", "cached-avail-idx-toggle", "lazy-avail-publish",
-                "lazy-avail-publish-adaptive", "lazy-avail-publish-notify", "barrier-strength", "barrier-strength-rr",
-                "packed-vs-split", "in-order"), rows.stream().map(l -> l.split(" \\| ")[0].substring(2)).toList());
+                "lazy-avail-publish-adaptive", "lazy-avail-publish-notify", "barrier-strength", "barrier-strength-batch1",
+                "barrier-strength-rr-poll-1p", "barrier-strength-rr-notify-1p", "barrier-strength-rr-poll-2p",
+                "barrier-strength-rr-notify-2p", "packed-vs-split", "in-order"),
+                rows.stream().map(l -> l.split(" \\| ")[0].substring(2)).toList());
         for (String row : rows) {
             String[] c = row.substring(2, row.length() - 2).split(" \\| ");
             assertEquals(16, c.length, row);
@@ -41,7 +43,13 @@ class ExperimentsCommandTest {
             assertTrue(c[13].contains(" → "), "CPU per buffer, A to B: " + row);
         }
         assertTrue(rows.get(1).contains("avail.idx reads/buffer "), "lesson 1 shows the mechanism: " + rows.get(1));
+        String md = Files.readString(out.resolve("experiments.md"));
+        for (String p : List.of("one process", "two processes")) {
+            // the notes of each request-response row give its round trips, A to B
+            assertTrue(md.contains("  - " + p + ", 200 transactions a run; round trip p50 ns "), md);
+        }
         String json = Files.readString(out.resolve("experiments.json"));
+        assertTrue(json.contains("\"round_trip_p99_ns\"") && json.contains("\"processes\": 2"), "request-response rows");
         for (String key : List.of("\"half_width\"", "\"outliers\"", "\"per_pair\"", "\"order\": \"BA\"", "\"probe_ns\"",
                 "\"cpu_ns_per_buffer\"", "\"avail_idx_reads_per_buffer\"", "\"stopped\": \"fixed\"")) {
             assertTrue(json.contains(key), key);
