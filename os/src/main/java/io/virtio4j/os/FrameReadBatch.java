@@ -28,11 +28,13 @@ import java.lang.foreign.MemorySegment;
  * </ul>
  *
  * <h2>How many reads</h2>
- * A batch asks for as many reads as the last one found frames, plus one: the extra read is the one that finds the
- * tap empty, the EAGAIN every drain ends with, made in the same system call instead of a system call of its own.
- * A batch that got a frame for every read doubles the next one, up to the capacity. At least two reads: a
- * wake-up means one frame, and the second read either gets another or ends the drain. Reads that find the tap empty
- * are cheap (no copy, no wait) but not free, which is why the size follows the traffic rather than staying large.
+ * A drain (the batches up to the one whose last read finds the port empty) starts with as many reads as the last
+ * drain found frames, plus one: traffic comes in bursts of similar size, and the extra read is the one that finds
+ * the port empty, the EAGAIN every drain ends with, made in the same system call instead of one of its own. Within a
+ * drain, a batch whose last read still got a frame doubles the next one (more may wait), up to the capacity. At
+ * least two reads: a wake-up means one frame, and the second read either gets another or ends the drain. Reads that
+ * find the port empty are cheap (no copy, no wait) but not free, which is why the size follows the traffic rather
+ * than staying at the capacity.
  *
  * <p>Where io_uring is unavailable (no kernel support, kernel.io_uring_disabled, a seccomp filter) the batch reads
  * with read(2), one system call per frame, until a read fails: the same results, in the same order.
@@ -54,6 +56,8 @@ public final class FrameReadBatch implements AutoCloseable {
     private int size = 2;
     /** Reads made by the last batch: their results are valid. */
     private int made;
+    /** Frames found by the batches of the drain under way. */
+    private int drainFrames;
 
     private FrameReadBatch(FramePort port, int capacity, long frameBytes, Arena arena, IoUring ring) {
         this.port = port;
@@ -135,10 +139,14 @@ public final class FrameReadBatch implements AutoCloseable {
             throw new IllegalArgumentException("read 1 to " + capacity + " frames, not " + max);
         }
         int n = Math.min(size, max);
-        int frames = ring == null ? readEach(n) : readRing(n);
-        // The next batch: one read more than the frames found (the read that finds the port empty), or twice as
-        // many when every read found one (more may be waiting).
-        size = frames == made ? Math.min(2 * made, capacity) : Math.max(2, Math.min(frames + 1, capacity));
+        drainFrames += ring == null ? readEach(n) : readRing(n);
+        if (results[made - 1] >= 0) {
+            size = Math.min(2 * made, capacity); // the port may hold more: a larger batch
+        } else {
+            // Drained: the next drain starts at the size of this one, plus the read that finds the port empty.
+            size = Math.max(2, Math.min(drainFrames + 1, capacity));
+            drainFrames = 0;
+        }
         return made;
     }
 

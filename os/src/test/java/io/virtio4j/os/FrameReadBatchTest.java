@@ -118,12 +118,13 @@ class FrameReadBatchTest {
             for (int seq = 0; seq < 8; seq++) {
                 assertEquals(100, p.second().write(out.fill((byte) seq), 100));
             }
-            // Two reads first, doubling while every read finds a frame, then one more than were found.
+            // Two reads first, doubling while the last read finds a frame; the next drain starts with one more read
+            // than the last drain found frames.
             assertBatch(batch, 2, 2, 0);
             assertBatch(batch, 4, 4, 2);
             assertBatch(batch, 8, 2, 6);
             assertEquals(100, p.second().write(out.fill((byte) 8), 100));
-            assertBatch(batch, 3, 1, 8);
+            assertBatch(batch, 9, 1, 8);
             assertBatch(batch, 2, 0, -1);
             assertBatch(batch, 2, 0, -1); // never below two: a wake-up means a frame, the second read ends the drain
             // The caller's bound wins over the batch's size.
