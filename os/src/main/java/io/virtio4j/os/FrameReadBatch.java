@@ -58,6 +58,8 @@ public final class FrameReadBatch implements AutoCloseable {
     private int made;
     /** Frames found by the batches of the drain under way. */
     private int drainFrames;
+    /** System calls the last batch made. */
+    private int calls;
 
     private FrameReadBatch(FramePort port, int capacity, long frameBytes, Arena arena, IoUring ring) {
         this.port = port;
@@ -114,6 +116,11 @@ public final class FrameReadBatch implements AutoCloseable {
     /** Whether reads go through io_uring, several per system call; false: read(2) per frame. */
     public boolean batched() {
         return ring != null;
+    }
+
+    /** System calls the last {@link #read} made: io_uring_enter calls (one, but for a retry), or read(2) calls. */
+    public int systemCalls() {
+        return calls;
     }
 
     /** The most reads one batch makes. */
@@ -173,7 +180,9 @@ public final class FrameReadBatch implements AutoCloseable {
     private int readEach(int n) {
         int got = 0;
         made = 0;
+        calls = 0;
         while (made < n) {
+            calls++;
             long r = port.read(frames[made], frameBytes);
             results[made++] = r;
             if (r < 0) {
@@ -195,7 +204,9 @@ public final class FrameReadBatch implements AutoCloseable {
             }
         }
         int done = 0;
+        calls = 0;
         while (done < n) {
+            calls++;
             // RWF_NOWAIT reads complete inside the enter, so the wait returns at once; it is there so that a read
             // the kernel did not start at once (EAGAIN or EBUSY from enter: retried) is still waited for.
             ring.submitAndWait(n - done);

@@ -140,6 +140,7 @@ class FrameReadBatchTest {
     /** A batch makes {@code made} reads, the first {@code frames} of them frames starting at {@code firstByte}. */
     private static void assertBatch(FrameReadBatch batch, int made, int frames, int firstByte) {
         assertEquals(made, batch.read(CAPACITY), "reads in the batch");
+        assertEquals(1, batch.systemCalls(), "one io_uring_enter for the batch");
         for (int i = 0; i < made; i++) {
             if (i < frames) {
                 assertEquals(100, batch.length(i), "read " + i);

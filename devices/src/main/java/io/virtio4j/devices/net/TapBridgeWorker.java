@@ -115,6 +115,7 @@ final class TapBridgeWorker implements PairWork {
     // per-round counters, folded into the shared stats once per handler run
     private long wakeups;
     private long spurious;
+    private long readCalls;
     private final FrameCounts txCounts = new FrameCounts();
     private final FrameCounts rxCounts = new FrameCounts();
 
@@ -289,6 +290,7 @@ final class TapBridgeWorker implements PairWork {
                     }
                     rxMade = rxBatch.read(Math.min(weight - n, READ_BATCH));
                     rxNext = 0;
+                    readCalls += rxBatch.systemCalls();
                     // Drained only when the batch's last read found the tap empty: an EAGAIN before a frame means
                     // the frame arrived in between, and more may follow it.
                     if (rxBatch.length(rxMade - 1) == -Errno.EAGAIN) {
@@ -455,6 +457,10 @@ final class TapBridgeWorker implements PairWork {
         if (spurious != 0) {
             stats.addPair(NetStats.SPURIOUS_WAKEUPS, spurious);
             spurious = 0;
+        }
+        if (readCalls != 0) {
+            stats.addPair(NetStats.TAP_READ_CALLS, readCalls);
+            readCalls = 0;
         }
         queues.foldKicks(stats);
     }

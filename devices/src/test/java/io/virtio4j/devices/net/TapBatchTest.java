@@ -4,6 +4,7 @@ import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.os.DatagramPair;
 import io.virtio4j.os.Errno;
+import io.virtio4j.os.FrameReadBatch;
 import io.virtio4j.testkit.net.UdpFrames;
 import io.virtio4j.vhost.backend.InProcessBackend;
 
@@ -32,6 +33,13 @@ class TapBatchTest {
     private static final int WARM_UP = 300;
     private static final byte[] MAC = UdpFrames.mac("02:00:00:00:00:01");
     private static final byte[] IP = UdpFrames.ipv4("169.254.1.1");
+
+    private static boolean ioUringWorks() {
+        try (DatagramPair p = DatagramPair.create(); Arena arena = Arena.ofConfined();
+             FrameReadBatch probe = FrameReadBatch.create(p.first(), 2, 64, arena, true)) {
+            return probe.batched();
+        }
+    }
 
     private static int payloadLength(int seq) {
         return UdpFrames.MIN_PAYLOAD + (seq * 131) % 1400;
@@ -103,6 +111,11 @@ class TapBatchTest {
                 assertEquals(TO_GUEST, s.toGuestPackets(), s.toString());
                 assertEquals(0, s.toGuestDrops(), s.toString());
                 assertTrue(s.rxRingEmpty() > 0, "the worker held frames while the ring was full: " + s);
+                if (ioUringWorks()) {
+                    assertTrue(s.tapReadCalls() < TO_GUEST / 2, "several frames per system call: " + s);
+                } else {
+                    assertTrue(s.tapReadCalls() > TO_GUEST, "a read(2) per frame, and one per drain: " + s);
+                }
                 assertTrue(rounds >= 10, rounds + " rounds");
                 assertTrue(allocatingRounds <= rounds / 4, "the worker allocated in " + allocatingRounds + " of "
                         + rounds + " rounds");
