@@ -16,7 +16,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * until C2 has compiled the caller), and only when it failed again with errno captured, to learn why. Making a
  * failed read or write again is harmless: a failed read took no frame and a failed write gave none; if the second
  * attempt succeeds (a frame arrived, the queue drained meanwhile) its result is as good as the first would have
- * been. The cost is one extra system call per EAGAIN, which ends each drain of the tap.
+ * been. The cost is one extra system call per EAGAIN: where a drain of the tap ends on one (the read(2) path of
+ * {@link FrameReadBatch}, without io_uring) and where a full port refuses a write.
  */
 final class FrameIo {
     private static final MethodHandle READ = Native.downcallErrno("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
