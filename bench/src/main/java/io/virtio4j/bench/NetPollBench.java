@@ -193,6 +193,7 @@ public final class NetPollBench implements AutoCloseable {
             log.put("rx_eagain", d.rxEagain() - b.rxEagain());
             log.put("tx_eagain", d.txEagain() - b.txEagain());
             log.put("tap_registrations", d.tapRegistrations() - b.tapRegistrations());
+            log.put("tap_read_calls", d.tapReadCalls() - b.tapReadCalls());
             log.put("weight_limited", d.weightLimited() - b.weightLimited());
             log.put("rx_ring_empty", d.rxRingEmpty() - b.rxRingEmpty());
             log.put("worker_cpu_ms", (s1.workerCpu - s0.workerCpu) / 1e6);

@@ -63,6 +63,13 @@ public final class IoUring implements AutoCloseable {
     public static final int OP_FALLOCATE = 17;
     /** FSYNC flag: fdatasync (data and the metadata needed to read it back), not fsync. */
     public static final int FSYNC_DATASYNC = 1;
+    /**
+     * A READV/WRITEV flag (RWF_NOWAIT): complete at once with EAGAIN instead of waiting. Without it io_uring parks a
+     * read of an empty socket or tap on the descriptor's wait queue (an armed poll) and completes it whenever data
+     * comes, even on an O_NONBLOCK descriptor; with it the read is a plain non-blocking read made in the submitting
+     * system call.
+     */
+    public static final int RWF_NOWAIT = 0x8;
     /** The kernel's IORING_MAX_ENTRIES: the largest submission queue. */
     public static final int MAX_ENTRIES = 32768;
 
@@ -307,12 +314,23 @@ public final class IoUring implements AutoCloseable {
      * @return false when the submission queue is full (nothing prepared)
      */
     public boolean prepareReadv(int fd, long offset, IoVecs iov, int index, int count, long userData) {
-        return prepareVector(OP_READV, fd, offset, iov, index, count, userData);
+        return prepareVector(OP_READV, fd, offset, iov, index, count, 0, userData);
+    }
+
+    /**
+     * A preadv as {@link #prepareReadv(int, long, IoVecs, int, int, long)}, with {@code rwFlags} (0 or
+     * {@link #RWF_NOWAIT}).
+     */
+    public boolean prepareReadv(int fd, long offset, IoVecs iov, int index, int count, int rwFlags, long userData) {
+        if ((rwFlags & ~RWF_NOWAIT) != 0) {
+            throw new IllegalArgumentException("unsupported read flags 0x" + Integer.toHexString(rwFlags));
+        }
+        return prepareVector(OP_READV, fd, offset, iov, index, count, rwFlags, userData);
     }
 
     /** A pwritev; as {@link #prepareReadv}. */
     public boolean prepareWritev(int fd, long offset, IoVecs iov, int index, int count, long userData) {
-        return prepareVector(OP_WRITEV, fd, offset, iov, index, count, userData);
+        return prepareVector(OP_WRITEV, fd, offset, iov, index, count, 0, userData);
     }
 
     /** An fsync of the whole file, or an fdatasync with {@link #FSYNC_DATASYNC}. */
@@ -334,7 +352,8 @@ public final class IoUring implements AutoCloseable {
         return prepare(OP_FALLOCATE, fd, offset, length, mode, 0, userData);
     }
 
-    private boolean prepareVector(int opcode, int fd, long offset, IoVecs iov, int index, int count, long userData) {
+    private boolean prepareVector(int opcode, int fd, long offset, IoVecs iov, int index, int count, int rwFlags,
+                                  long userData) {
         if (offset < 0) {
             throw new IllegalArgumentException("negative file offset " + offset); // -1 would mean the file position
         }
@@ -342,7 +361,7 @@ public final class IoUring implements AutoCloseable {
             throw new IndexOutOfBoundsException("iovecs " + index + " to " + (index + count - 1) + " of "
                     + iov.capacity());
         }
-        return prepare(opcode, fd, offset, iov.entryAddress(index), count, 0, userData);
+        return prepare(opcode, fd, offset, iov.entryAddress(index), count, rwFlags, userData);
     }
 
     /** Fills the next free entry; its stores reach the kernel with the tail's release in {@link #submit()}. */

@@ -44,7 +44,8 @@ public final class NetStats {
     static final int WAKEUPS = 2 * PER_DIRECTION;
     static final int SPURIOUS_WAKEUPS = WAKEUPS + 1;
     static final int TAP_REGISTRATIONS = SPURIOUS_WAKEUPS + 1;
-    private static final int COUNT = TAP_REGISTRATIONS + 1;
+    static final int TAP_READ_CALLS = TAP_REGISTRATIONS + 1;
+    private static final int COUNT = TAP_READ_CALLS + 1;
 
     /** The size bins' names, DPDK's, as metric names take them. */
     private static final String[] SIZE_NAMES = {"undersize_packets", "size_64_packets", "size_65_127_packets",
@@ -204,6 +205,14 @@ public final class NetStats {
         return c.get(TAP_REGISTRATIONS);
     }
 
+    /**
+     * System calls that read the tap: one io_uring_enter per batch of reads, or one read(2) per frame where io_uring
+     * is unavailable. Frames to the guest per call tell how well reads are batched.
+     */
+    public long tapReadCalls() {
+        return c.get(TAP_READ_CALLS);
+    }
+
     /** A new object holding this plus {@code other} (null counts as zero). */
     public NetStats plus(NetStats other) {
         NetStats s = new NetStats();
@@ -254,6 +263,8 @@ public final class NetStats {
                 + "nothing to do.", SPURIOUS_WAKEUPS);
         perPair(out, device, pairs, "virtio4j_tap_registrations_total", "Tap mode: epoll_ctl calls on the tap (ADD, "
                 + "MOD, DEL).", TAP_REGISTRATIONS);
+        perPair(out, device, pairs, "virtio4j_tap_read_calls_total", "Tap mode: system calls that read the tap (an "
+                + "io_uring_enter per batch of reads, or a read(2) per frame).", TAP_READ_CALLS);
     }
 
     private static void perQueue(PrometheusText out, String device, NetStats[] pairs, String name, String help,
@@ -286,6 +297,6 @@ public final class NetStats {
                 + " suppressed tx=" + notificationsSuppressed(TX) + " rx=" + notificationsSuppressed(RX)
                 + " | wakeups=" + wakeups() + " spurious=" + spuriousWakeups() + " eagain rx=" + rxEagain()
                 + " tx=" + txEagain() + " rx-ring-empty=" + rxRingEmpty() + " weight-limited=" + weightLimited()
-                + " tap-registrations=" + tapRegistrations();
+                + " tap-registrations=" + tapRegistrations() + " tap-read-calls=" + tapReadCalls();
     }
 }
