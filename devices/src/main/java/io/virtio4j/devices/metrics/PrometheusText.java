@@ -7,6 +7,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.IntFunction;
+import java.util.function.IntToLongFunction;
 import java.util.regex.Pattern;
 
 /**
@@ -118,6 +120,17 @@ public final class PrometheusText {
                 throw new IllegalArgumentException("duplicate series " + b);
             }
             samples.add(b.append(' ').append(value).toString());
+            return this;
+        }
+
+        /**
+         * Adds {@code count} samples, the {@code i}th of {@code value.applyAsLong(i)} labelled {@code labels.apply(i)}
+         * (as {@link #sample} takes them): the one shape of a family with one sample per queue or pair.
+         */
+        public Family samples(int count, IntToLongFunction value, IntFunction<String[]> labels) {
+            for (int i = 0; i < count; i++) {
+                sample(value.applyAsLong(i), labels.apply(i));
+            }
             return this;
         }
     }

@@ -5,7 +5,8 @@ import io.virtio4j.core.stats.QueueCounters;
 
 /**
  * The one way a device publishes a pass's used buffers and learns what became of the notification, for its counters:
- * sent, suppressed by the driver (DPDK's {@code guest_notifications_suppressed}), or no decision (nothing new was
+ * sent, suppressed because the driver wanted none (EVENT_IDX or NO_INTERRUPT: our
+ * {@code guest_notifications_suppressed}, not DPDK's meaning of that name, see {@code QueueMetrics}), or no decision (nothing new was
  * published). {@link DeviceQueue#flushUsed()} says only whether it notified; the queue's own {@link QueueCounters}
  * tell the other two apart, read on the thread that owns the queue (their only writer), so plain reads are right.
  */
