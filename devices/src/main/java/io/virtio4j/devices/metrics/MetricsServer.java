@@ -31,7 +31,8 @@ import java.util.logging.Logger;
  * format, {@link PrometheusText}), on a unix socket or a TCP port. One daemon thread accepts; each connection is
  * served on a virtual thread of its own, so a slow or idle client never holds up another's scrape, and gets one answer
  * and is closed ({@code Connection: close}). At most {@link #CLIENTS} are served at once: one more is answered 503 at
- * once and closed, so idle connections cannot take more than that many sockets and threads.
+ * once and closed (and past as many answered so, closed unanswered), so idle connections take a bounded number of
+ * sockets and threads.
  *
  * <p>It never holds up a queue thread: the exposition reads counters ({@link Counters}) without waiting for their
  * writers. A client is hostile like anything else that comes from outside: its request is read within
@@ -64,6 +65,8 @@ public final class MetricsServer implements AutoCloseable {
     private final Thread thread;
     /** Permits for the clients served now ({@link #CLIENTS}). */
     private final Semaphore slots = new Semaphore(CLIENTS);
+    /** Permits for the clients being answered 503 now, as many. */
+    private final Semaphore busySlots = new Semaphore(CLIENTS);
     /** The connections served now, with the selector their thread waits in, closed at once by {@link #close}. */
     private final Map<SocketChannel, Selector> live = new ConcurrentHashMap<>();
     private volatile boolean closed;
@@ -167,6 +170,11 @@ public final class MetricsServer implements AutoCloseable {
         }
     }
 
+    /** The clients being served now (not counting those answered 503): for tests, which cannot see threads. */
+    int serving() {
+        return CLIENTS - slots.availablePermits();
+    }
+
     /** Whether something accepts connections on {@code unix}: a connect succeeds (refused: a stale file). */
     private static boolean listening(UnixDomainSocketAddress unix) {
         try (SocketChannel probe = SocketChannel.open(StandardProtocolFamily.UNIX)) {
@@ -233,38 +241,38 @@ public final class MetricsServer implements AutoCloseable {
                 LOG.warning("metrics endpoint " + describe() + ": accept failed, no more scrapes: " + e);
                 return;
             }
-            if (!slots.tryAcquire()) {
-                Thread.ofVirtual().name("virtio4j-metrics-busy").start(() -> busy(client));
+            // A client past the limit is still answered (503) and closed gently, on a thread of its own bounded the
+            // same way; past that too it is closed unanswered, so a flood of connections costs a bounded number of
+            // threads and descriptors.
+            boolean served = slots.tryAcquire();
+            Semaphore held = served ? slots : busySlots.tryAcquire() ? busySlots : null;
+            if (held == null) {
+                closeQuietly(client);
                 continue;
             }
             try {
                 Thread.ofVirtual().name("virtio4j-metrics-client").start(() -> {
                     try {
-                        serveClient(client);
+                        serveClient(client, served ? null : busy());
                     } finally {
-                        slots.release();
+                        held.release();
                     }
                 });
             } catch (RuntimeException | OutOfMemoryError e) {
-                slots.release();
+                held.release();
                 closeQuietly(client);
                 LOG.log(Level.FINE, "metrics endpoint " + describe() + ": no thread for a client", e);
             }
         }
     }
 
-    /** One client too many: answered 503 at once without reading its request, and closed. */
-    private void busy(SocketChannel client) {
-        try (client) {
-            client.configureBlocking(true);
-            client.write(response(503, "Service Unavailable", CLIENTS + " clients are being served; try again\n",
-                    false)); // a few bytes into an empty socket buffer: does not block
-        } catch (IOException e) {
-            LOG.log(Level.FINE, "metrics endpoint " + describe() + ": a busy answer failed", e);
-        }
+    /** The answer to one client too many, given without reading its request. */
+    private static ByteBuffer busy() {
+        return response(503, "Service Unavailable", CLIENTS + " clients are being served; try again\n", false);
     }
 
-    private void serveClient(SocketChannel client) {
+    /** Answers {@code client}: its request, or with {@code preset} when given (without reading the request). */
+    private void serveClient(SocketChannel client, ByteBuffer preset) {
         try (client; Selector selector = Selector.open()) {
             live.put(client, selector);
             if (closed) {
@@ -273,7 +281,7 @@ public final class MetricsServer implements AutoCloseable {
             client.configureBlocking(false);
             SelectionKey key = client.register(selector, SelectionKey.OP_READ);
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLIENT_MILLIS);
-            ByteBuffer answer = answer(readRequest(client, selector, deadline));
+            ByteBuffer answer = preset != null ? preset : answer(readRequest(client, selector, deadline));
             key.interestOps(SelectionKey.OP_WRITE);
             while (answer.hasRemaining()) {
                 if (client.write(answer) == 0 && !await(selector, deadline)) {
