@@ -2,6 +2,7 @@ package io.virtio4j.devices.net;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 
 /**
  * One direction's counts of the current pass, on the pair's thread only: plain fields bumped per frame and added to the
@@ -9,15 +10,16 @@ import java.lang.foreign.ValueLayout;
  * Every worker counts its frames here: the one place a frame's size bin and destination kind are decided.
  */
 final class FrameCounts {
+    /** The destination address's six bytes as the low 48 bits of one load, whatever the platform's byte order. */
+    private static final ValueLayout.OfLong DESTINATION = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final long SIX_BYTES = 0xFFFF_FFFF_FFFFL;
+
     private long packets;
     private long bytes;
+    private long multicast;
+    private long broadcast;
     private long drops;
-    /**
-     * The size bins ({@link NetStats#sizeBin}) at 0 to {@link NetStats#SIZE_BINS} - 1, then the destination kinds:
-     * unicast (not exposed: packets minus the other two), multicast, broadcast ({@link #KIND}).
-     */
-    private final long[] counts = new long[NetStats.SIZE_BINS + 3];
-    private static final int KIND = NetStats.SIZE_BINS;
+    private final long[] bins = new long[NetStats.SIZE_BINS];
 
     /**
      * A good frame of {@code length} bytes (Ethernet header on, no virtio-net header) whose destination address is at
@@ -34,16 +36,16 @@ final class FrameCounts {
     void good(MemorySegment frame, long destination, long length, int bin) {
         packets++;
         bytes += length;
-        counts[bin]++;
+        bins[bin]++;
         // The group bit (I/G) of the first octet marks multicast; broadcast is the all-ones group address, counted
-        // apart as DPDK does (its multicast count leaves broadcast out). Without a branch: the kind is group bit plus
-        // all-ones (all ones has the group bit), 0 unicast, 1 multicast, 2 broadcast, and every frame adds one to its
-        // kind's slot. The six bytes are on our copy, in the cache line the copy just wrote. The short is sign-
-        // extended, so the AND is all ones exactly when both are.
-        int group = frame.get(ValueLayout.JAVA_BYTE, destination) & 1;
-        int all = (frame.get(ValueLayout.JAVA_INT_UNALIGNED, destination)
-                & frame.get(ValueLayout.JAVA_SHORT_UNALIGNED, destination + 4)) == -1 ? 1 : 0;
-        counts[KIND + group + all]++;
+        // apart as DPDK does (its multicast count leaves broadcast out). One 8-byte load (the Ethernet header is 14
+        // bytes, so it stays inside the frame; the copy just wrote that cache line) and no branch: all ones has the
+        // group bit, so multicast is group minus all-ones.
+        long address = frame.get(DESTINATION, destination);
+        long group = address & 1;
+        long all = (address & SIX_BYTES) == SIX_BYTES ? 1 : 0;
+        multicast += group - all;
+        broadcast += all;
     }
 
     /** A frame dropped. */
@@ -69,22 +71,22 @@ final class FrameCounts {
         if (packets != 0) {
             stats.add(direction, NetStats.PACKETS, packets);
             stats.add(direction, NetStats.BYTES, bytes);
-            if (counts[KIND + 1] != 0) {
-                stats.add(direction, NetStats.MULTICAST, counts[KIND + 1]);
+            if (multicast != 0) {
+                stats.add(direction, NetStats.MULTICAST, multicast);
             }
-            if (counts[KIND + 2] != 0) {
-                stats.add(direction, NetStats.BROADCAST, counts[KIND + 2]);
+            if (broadcast != 0) {
+                stats.add(direction, NetStats.BROADCAST, broadcast);
             }
-            for (int b = 0; b < NetStats.SIZE_BINS; b++) {
-                if (counts[b] != 0) {
-                    stats.add(direction, NetStats.SIZE + b, counts[b]);
+            for (int b = 0; b < bins.length; b++) {
+                if (bins[b] != 0) {
+                    stats.add(direction, NetStats.SIZE + b, bins[b]);
+                    bins[b] = 0;
                 }
             }
-            java.util.Arrays.fill(counts, 0);
         }
         if (drops != 0) {
             stats.add(direction, NetStats.DROPS, drops);
         }
-        packets = bytes = drops = 0;
+        packets = bytes = multicast = broadcast = drops = 0;
     }
 }
