@@ -2,7 +2,6 @@ package io.virtio4j.devices.net;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 
 /**
  * One direction's counts of the current pass, on the pair's thread only: plain fields bumped per frame and added to the
@@ -10,10 +9,6 @@ import java.nio.ByteOrder;
  * Every worker counts its frames here: the one place a frame's size bin and destination kind are decided.
  */
 final class FrameCounts {
-    /** The destination address's six bytes as the low 48 bits of one load, whatever the platform's byte order. */
-    private static final ValueLayout.OfLong DESTINATION = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final long SIX_BYTES = 0xFFFF_FFFF_FFFFL;
-
     private long packets;
     private long bytes;
     private long multicast;
@@ -38,14 +33,17 @@ final class FrameCounts {
         bytes += length;
         bins[bin]++;
         // The group bit (I/G) of the first octet marks multicast; broadcast is the all-ones group address, counted
-        // apart as DPDK does (its multicast count leaves broadcast out). One 8-byte load (the Ethernet header is 14
-        // bytes, so it stays inside the frame; the copy just wrote that cache line) and no branch: all ones has the
-        // group bit, so multicast is group minus all-ones.
-        long address = frame.get(DESTINATION, destination);
-        long group = address & 1;
-        long all = (address & SIX_BYTES) == SIX_BYTES ? 1 : 0;
-        multicast += group - all;
-        broadcast += all;
+        // apart as DPDK does (its multicast count leaves broadcast out). A branch, not arithmetic: a branchless form
+        // (one 8-byte load, multicast += group - allOnes) measured 10-30% slower per reflected frame than this, in 40
+        // interleaved old/new blocks with a random mix of kinds (most frames are unicast and skip the rest).
+        if ((frame.get(ValueLayout.JAVA_BYTE, destination) & 1) != 0) {
+            if (frame.get(ValueLayout.JAVA_INT_UNALIGNED, destination) == -1
+                    && frame.get(ValueLayout.JAVA_SHORT_UNALIGNED, destination + 4) == -1) {
+                broadcast++;
+            } else {
+                multicast++;
+            }
+        }
     }
 
     /** A frame dropped. */
