@@ -81,7 +81,7 @@ final class ServeBlkCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "one of --file=PATH (or --blk-file=PATH) or --null=SIZE is required");
         }
         endpoint.check(spec);
-        metrics.check(spec);
+        metrics.check(spec, endpoint);
         if (debugNoDirtyLog) {
             System.setProperty(BlkDevice.DEBUG_SKIP_READ_DATA_LOG, "true");
             System.err.println("virtio4j serve blk: TEST ONLY --debug-no-dirty-log: read data is not marked in the dirty log");

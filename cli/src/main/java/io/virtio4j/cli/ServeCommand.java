@@ -82,7 +82,7 @@ public final class ServeCommand {
                 return 0;
             }
             endpoint.check(spec);
-            metrics.check(spec);
+            metrics.check(spec, endpoint);
             if (debugNoDirtyLog) {
                 System.setProperty(NetDevice.DEBUG_SKIP_RX_DATA_LOG, "true");
                 System.err.println("virtio4j serve net: TEST ONLY --debug-no-dirty-log: received frames are not marked in the dirty log");

@@ -17,6 +17,7 @@ import picocli.CommandLine.ParameterException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.net.SocketAddress;
+import java.net.UnixDomainSocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -122,13 +123,26 @@ final class Serving {
 
         private SocketAddress address;
 
-        /** Parses the address; refuses with a one-line error naming the flag and the value. */
-        void check(CommandSpec spec) {
+        /**
+         * Parses the address and refuses a unix path that is the vhost-user socket's ({@code endpoint}'s
+         * {@code --socket} or {@code --connect}): binding there would take the path from the back-end; refuses with a
+         * one-line error naming the flag and the value.
+         */
+        void check(CommandSpec spec, Endpoint endpoint) {
             if (metrics != null) {
                 try {
                     address = MetricsServer.parse(metrics);
                 } catch (InvalidMetricsAddressException e) {
                     throw new ParameterException(spec.commandLine(), "--metrics=" + e.getMessage());
+                }
+                if (address instanceof UnixDomainSocketAddress unix) {
+                    Path path = unix.getPath().toAbsolutePath().normalize();
+                    for (Path vhost : new Path[] {endpoint.socket, endpoint.connect}) {
+                        if (vhost != null && vhost.toAbsolutePath().normalize().equals(path)) {
+                            throw new ParameterException(spec.commandLine(), "--metrics=" + metrics + ": " + vhost
+                                    + " is the vhost-user socket; the metrics need a path of their own");
+                        }
+                    }
                 }
             }
         }
@@ -182,12 +196,15 @@ final class Serving {
             printer.scheduleAtFixedRate(printStats, statsPeriod, statsPeriod, TimeUnit.SECONDS);
         }
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            backend.close();
-            shutdown.run();
-            if (scraped != null) {
-                scraped.close();
+            try {
+                backend.close();
+                shutdown.run();
+            } finally {
+                if (scraped != null) {
+                    scraped.close(); // also when the shutdown failed: its socket file must not stay behind
+                }
+                System.out.flush();
             }
-            System.out.flush();
         }, "virtio4j-shutdown"));
         System.out.println(banner);
         if (scraped != null) {

@@ -5,6 +5,7 @@ import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.devices.blk.BlkConfig;
 import io.virtio4j.devices.blk.BlkLayout;
 import io.virtio4j.devices.blk.driver.BlkDriver;
+import io.virtio4j.testkit.BackendProcess;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -70,22 +71,19 @@ class BlkConformanceTest {
     Path dir;
 
     /** A back-end process exporting {@code image}; closing it sends SIGTERM and waits. */
-    private record Peer(Process process, Path socket, Path image, Path log, RingFormat ring) implements AutoCloseable {
+    private record Peer(BackendProcess backend, Path socket, Path image, RingFormat ring) implements AutoCloseable {
         /** Stops the back-end and returns what it printed. */
         String stop() throws InterruptedException, IOException {
-            process.destroy();
-            if (!process.waitFor(30, TimeUnit.SECONDS)) {
-                process.destroyForcibly().waitFor();
-                fail("the back-end did not stop within 30 s of SIGTERM:\n" + Files.readString(log));
-            }
-            return Files.readString(log);
+            return backend.stop();
+        }
+
+        Process process() {
+            return backend.process();
         }
 
         @Override
         public void close() throws InterruptedException, IOException {
-            if (process.isAlive()) {
-                stop();
-            }
+            backend.close();
         }
     }
 
@@ -115,8 +113,7 @@ class BlkConformanceTest {
                 argv.add("--read-only");
             }
         }
-        Process p = new ProcessBuilder(argv).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        return new Peer(p, socket, image, log, backend.ring);
+        return new Peer(BackendProcess.start(argv, log), socket, image, backend.ring);
     }
 
     private static BlkDriver connect(Peer peer, int queues) throws InterruptedException {

@@ -1,10 +1,12 @@
 package io.virtio4j.testkit;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -129,7 +131,8 @@ public final class PrometheusExposition {
                     throw new IllegalArgumentException(where + "counter value " + value + " is not a whole number >= 0");
                 }
             }
-            if (!series.add(name + labels)) {
+            // a series is its name and its label set: the same labels in another order are the same series
+            if (!series.add(name + new TreeMap<>(labels))) {
                 throw new IllegalArgumentException(where + "series given twice");
             }
             families.computeIfAbsent(name, k -> new Family(k, type, helps.get(k), new ArrayList<>()))
@@ -221,45 +224,46 @@ public final class PrometheusExposition {
      * number; fails when there is none or more than one.
      */
     public long value(String name, String... labels) {
-        Family f = families.get(name);
-        if (f == null) {
-            throw new AssertionError("no family " + name);
+        List<Sample> found = matching(name, labels);
+        if (found.size() != 1) {
+            throw new AssertionError((found.isEmpty() ? "no" : found.size()) + " samples of " + name + " with "
+                    + List.of(labels) + " in " + families.get(name).samples());
         }
-        Sample found = null;
-        for (Sample s : f.samples()) {
-            boolean match = true;
-            for (int i = 0; i < labels.length; i += 2) {
-                match &= labels[i + 1].equals(s.labels().get(labels[i]));
-            }
-            if (match) {
-                if (found != null) {
-                    throw new AssertionError("more than one sample of " + name + " with " + List.of(labels));
-                }
-                found = s;
-            }
-        }
-        if (found == null) {
-            throw new AssertionError("no sample of " + name + " with " + List.of(labels) + " in " + f.samples());
-        }
-        return Long.parseLong(found.value());
+        return Long.parseLong(found.get(0).value());
     }
 
     /** The sum of every sample of {@code name} whose labels include {@code labels}. */
     public long sum(String name, String... labels) {
+        long sum = 0;
+        for (Sample s : matching(name, labels)) {
+            sum += Long.parseLong(s.value());
+        }
+        return sum;
+    }
+
+    /** The samples of family {@code name} whose labels include {@code labels} (name, value pairs). */
+    private List<Sample> matching(String name, String... labels) {
         Family f = families.get(name);
         if (f == null) {
             throw new AssertionError("no family " + name);
         }
-        long sum = 0;
+        List<Sample> found = new ArrayList<>();
         for (Sample s : f.samples()) {
             boolean match = true;
             for (int i = 0; i < labels.length; i += 2) {
                 match &= labels[i + 1].equals(s.labels().get(labels[i]));
             }
             if (match) {
-                sum += Long.parseLong(s.value());
+                found.add(s);
             }
         }
-        return sum;
+        return found;
+    }
+
+    /** {@code labels} followed by {@code more}: a queue's labels narrowed by a family's own (name, value pairs). */
+    public static String[] with(String[] labels, String... more) {
+        String[] all = Arrays.copyOf(labels, labels.length + more.length);
+        System.arraycopy(more, 0, all, labels.length, more.length);
+        return all;
     }
 }

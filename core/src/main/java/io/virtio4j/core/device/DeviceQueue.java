@@ -146,12 +146,31 @@ public sealed interface DeviceQueue permits SplitDeviceQueue, PackedDeviceQueue 
      */
     boolean needNotify();
 
+    /** {@link #flushUsedOutcome}: nothing was published since the last decision, so there was none to make. */
+    int FLUSH_NONE = 0;
+    /** {@link #flushUsedOutcome}: the driver was notified. */
+    int FLUSH_NOTIFIED = 1;
+    /**
+     * {@link #flushUsedOutcome}: used entries were published and the driver wanted no notification (EVENT_IDX's event
+     * index not crossed, or NO_INTERRUPT), so none was sent.
+     */
+    int FLUSH_SUPPRESSED = 2;
+
     /**
      * Publishes the used entries pushed so far and notifies the driver if it asked for it.
      *
+     * @return {@link #FLUSH_NONE}, {@link #FLUSH_NOTIFIED} or {@link #FLUSH_SUPPRESSED}, for a device's counters
+     */
+    int flushUsedOutcome();
+
+    /**
+     * {@link #flushUsedOutcome} for a caller that only wants to know whether the driver was notified.
+     *
      * @return whether a notification was sent
      */
-    boolean flushUsed();
+    default boolean flushUsed() {
+        return flushUsedOutcome() == FLUSH_NOTIFIED;
+    }
 
     /** Asks the driver not to kick (a hint: it still may). */
     void disableKicks();

@@ -837,19 +837,19 @@ public final class PackedDeviceQueue implements DeviceQueue {
     }
 
     @Override
-    public boolean flushUsed() {
+    public int flushUsedOutcome() {
         checkNotBroken();
         publishUsed();
         if (undecidedSlots == 0) {
-            return false;
+            return FLUSH_NONE;
         }
         if (needNotify()) {
             counters.notificationsSent++;
             callNotifier.signal();
-            return true;
+            return FLUSH_NOTIFIED;
         }
         counters.notificationsSuppressed++;
-        return false;
+        return FLUSH_SUPPRESSED;
     }
 
     // ---- kicks ----

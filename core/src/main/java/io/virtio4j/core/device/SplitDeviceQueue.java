@@ -627,22 +627,22 @@ public final class SplitDeviceQueue implements DeviceQueue {
     /**
      * Publishes the used elements pushed so far and notifies the driver if it asked for it.
      *
-     * @return whether a notification was sent
+     * @return {@link #FLUSH_NONE}, {@link #FLUSH_NOTIFIED} or {@link #FLUSH_SUPPRESSED}
      */
     @Override
-    public boolean flushUsed() {
+    public int flushUsedOutcome() {
         checkNotBroken();
         publishUsed();
         if (usedPublished == usedDecided) {
-            return false;
+            return FLUSH_NONE;
         }
         if (needNotify()) {
             counters.notificationsSent++;
             callNotifier.signal();
-            return true;
+            return FLUSH_NOTIFIED;
         }
         counters.notificationsSuppressed++;
-        return false;
+        return FLUSH_SUPPRESSED;
     }
 
     /** Asks the driver not to kick (a hint: it still may). With EVENT_IDX, avail_event is simply left behind. */

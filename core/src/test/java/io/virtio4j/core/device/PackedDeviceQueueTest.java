@@ -367,6 +367,25 @@ class PackedDeviceQueueTest {
         }
     }
 
+    /** The outcome a device's counters take: the first decision after a start notifies, then the driver's wish. */
+    @Test
+    void flushUsedOutcomeTellsNotifiedSuppressedAndNoDecisionApart() {
+        try (PackedHostileRing ring = new PackedHostileRing(5, options())) {
+            ring.driverEvent.release(0, EVENT_F_DISABLE);
+            int[] expected = {DeviceQueue.FLUSH_NOTIFIED, DeviceQueue.FLUSH_SUPPRESSED, DeviceQueue.FLUSH_SUPPRESSED};
+            for (int i = 0; i < expected.length; i++) {
+                ring.add(i, PackedHostileRing.w(PackedHostileRing.DATA, 8));
+                assertEquals(i, ring.device.pop().head());
+                ring.device.pushUsed(i, 0);
+                assertEquals(expected[i], ring.device.flushUsedOutcome(), "publication " + i);
+                assertEquals(DeviceQueue.FLUSH_NONE, ring.device.flushUsedOutcome(), "nothing new: no decision");
+                assertEquals(i, ring.reap().id());
+            }
+            assertEquals(1, ring.calls.signals());
+            assertEquals(2, ring.device.counters().notificationsSuppressed);
+        }
+    }
+
     @Test
     void disableNotifiesOnlyTheFirstDecisionAfterARestart() {
         try (PackedHostileRing ring = new PackedHostileRing(5, options())) {

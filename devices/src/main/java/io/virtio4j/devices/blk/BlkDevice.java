@@ -271,11 +271,7 @@ public final class BlkDevice implements VirtioDevice, MetricsSource, AutoCloseab
      */
     @Override
     public void collect(PrometheusText out, String device) {
-        BlkStats[] queues = new BlkStats[options.queues()];
-        for (int q = 0; q < queues.length; q++) {
-            queues[q] = stats(q);
-        }
-        BlkStats.collect(out, device, queues);
+        BlkStats.collect(out, device, runners.allStats(BlkStats[]::new));
     }
 
     /** The id of the thread serving queue {@code queue} now, or -1 while it is not started. */

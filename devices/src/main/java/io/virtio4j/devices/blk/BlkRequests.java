@@ -8,7 +8,6 @@ import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.core.memory.GuestMemory;
 import io.virtio4j.devices.blk.io.BlockIo;
-import io.virtio4j.devices.worker.UsedFlush;
 import io.virtio4j.os.EventFd;
 import io.virtio4j.os.IoVecs;
 import io.virtio4j.os.Poll;
@@ -359,9 +358,9 @@ final class BlkRequests {
     private void publish() {
         DeviceQueue q = queue;
         if (pushed > 0 && q != null && !q.isBroken()) {
-            switch (UsedFlush.flush(q)) {
-                case UsedFlush.NOTIFIED -> notifications++;
-                case UsedFlush.SUPPRESSED -> suppressed++;
+            switch (q.flushUsedOutcome()) {
+                case DeviceQueue.FLUSH_NOTIFIED -> notifications++;
+                case DeviceQueue.FLUSH_SUPPRESSED -> suppressed++;
                 default -> { }
             }
         }

@@ -186,10 +186,7 @@ public final class BlkStats {
 
     private static void family(PrometheusText out, String device, BlkStats[] queues, String name, String help,
                                int counter) {
-        PrometheusText.Family f = out.counter(name, help);
-        for (int q = 0; q < queues.length; q++) {
-            f.sample(queues[q].c.get(counter), labels(device, q));
-        }
+        out.counter(name, help).samples(queues.length, q -> queues[q].c.get(counter), q -> labels(device, q));
     }
 
     private static String[] labels(String device, int queue, String... more) {

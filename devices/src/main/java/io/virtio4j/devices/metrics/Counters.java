@@ -15,6 +15,10 @@ import java.util.Objects;
  * a plain {@code mov} on x86 and a plain store on ARM: no read-modify-write (the writer is alone, so its own plain
  * read of the slot is its last store), no lock, no StoreLoad fence as a volatile store would take. Readers never
  * block the writer; a scrape that runs while a pass folds its counts sees some of that pass and the rest at the next.
+ * Plain accesses would behave the same on a 64-bit HotSpot today (its longs are not torn, and no test here can tell
+ * them apart), but the language promises neither whole 64-bit values nor that a plain read in a reader's loop is not
+ * hoisted out of it, nor that plain stores are not merged or delayed; opaque is the weakest mode that promises those,
+ * and costs the writer nothing more.
  *
  * <p>The slots sit in the middle of a padded array: counters of two queue threads, made one after the other on the
  * control thread, would otherwise be neighbours on the heap, and each thread's stores would take the other's cache

@@ -18,6 +18,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import java.util.logging.Level;
@@ -25,8 +28,11 @@ import java.util.logging.Logger;
 
 /**
  * A small HTTP/1.1 server answering {@code GET /metrics} with what {@code exposition} returns (the Prometheus text
- * format, {@link PrometheusText}), on a unix socket or a TCP port, on one daemon thread of its own. Each connection
- * gets one answer and is closed ({@code Connection: close}); one request at a time, which is what a scraper does.
+ * format, {@link PrometheusText}), on a unix socket or a TCP port. One daemon thread accepts; each connection is
+ * served on a virtual thread of its own, so a slow or idle client never holds up another's scrape, and gets one answer
+ * and is closed ({@code Connection: close}). At most {@link #CLIENTS} are served at once: one more is answered 503 at
+ * once and closed (and past as many answered so, closed unanswered), so idle connections take a bounded number of
+ * sockets and threads.
  *
  * <p>It never holds up a queue thread: the exposition reads counters ({@link Counters}) without waiting for their
  * writers. A client is hostile like anything else that comes from outside: its request is read within
@@ -44,14 +50,26 @@ public final class MetricsServer implements AutoCloseable {
     static final int REQUEST_BYTES = 8192;
     /** The most bytes read after answering, waiting for the client to close (see {@link #serve}). */
     private static final long DRAIN_BYTES = 1 << 20;
-    /** How long a client has to send its request, and then to take the answer. */
-    static final long CLIENT_MILLIS = 5_000;
+    /**
+     * How long a client has to send its request, and then to take the answer: a scraper sends its request at once
+     * and reads the answer (a few KiB) at once, and Prometheus' default scrape timeout is 10 s.
+     */
+    static final long CLIENT_MILLIS = 2_000;
+    /** The most clients served at once; one more is answered 503 at once. */
+    static final int CLIENTS = 8;
 
     private final ServerSocketChannel server;
     private final SocketAddress address;
     private final Path socketFile;
     private final Supplier<String> exposition;
     private final Thread thread;
+    /** Permits for the clients served now ({@link #CLIENTS}). */
+    private final Semaphore slots = new Semaphore(CLIENTS);
+    /** Permits for the clients being answered 503 now, as many. */
+    private final Semaphore busySlots = new Semaphore(CLIENTS);
+    /** The connections served now, with the selector their thread waits in, closed at once by {@link #close}. */
+    private final Map<SocketChannel, Selector> live = new ConcurrentHashMap<>();
+    private volatile boolean closed;
 
     private MetricsServer(ServerSocketChannel server, Path socketFile, Supplier<String> exposition) throws IOException {
         this.server = server;
@@ -112,10 +130,11 @@ public final class MetricsServer implements AutoCloseable {
     }
 
     /**
-     * Binds {@code address} (a unix socket: a stale socket file there is removed first; a regular file is not, and
-     * the bind fails) and serves {@code exposition} on a new daemon thread.
+     * Binds {@code address} (a unix socket: a stale socket file there, one nobody listens on, is removed first; one
+     * a live server listens on is refused as in use; a regular file is not removed, and the bind fails) and serves
+     * {@code exposition} on a new daemon thread.
      *
-     * @throws UncheckedIOException when the address cannot be bound
+     * @throws UncheckedIOException when the address cannot be bound or is a unix socket in use
      */
     public static MetricsServer start(SocketAddress address, Supplier<String> exposition) {
         ServerSocketChannel server = null;
@@ -124,6 +143,11 @@ public final class MetricsServer implements AutoCloseable {
             if (address instanceof UnixDomainSocketAddress unix) {
                 socketFile = unix.getPath();
                 if (Files.exists(socketFile) && !Files.isRegularFile(socketFile) && !Files.isDirectory(socketFile)) {
+                    if (listening(unix)) {
+                        // another endpoint (or anything else) serves there: taking the path over would leave it
+                        // running unreachable
+                        throw new IOException("unix socket " + socketFile + " is in use: something listens on it");
+                    }
                     Files.delete(socketFile); // what a killed server left
                 }
                 server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
@@ -146,6 +170,21 @@ public final class MetricsServer implements AutoCloseable {
         }
     }
 
+    /** The clients being served now (not counting those answered 503): for tests, which cannot see threads. */
+    int serving() {
+        return CLIENTS - slots.availablePermits();
+    }
+
+    /** Whether something accepts connections on {@code unix}: a connect succeeds (refused: a stale file). */
+    private static boolean listening(UnixDomainSocketAddress unix) {
+        try (SocketChannel probe = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+            probe.connect(unix);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     /** The address bound (a TCP port 0 resolved to the port the kernel picked). */
     public SocketAddress address() {
         return address;
@@ -165,12 +204,22 @@ public final class MetricsServer implements AutoCloseable {
         return "tcp:" + (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + i.getPort();
     }
 
-    /** Stops serving, waits for the thread (bounded by the client deadline) and removes the unix socket file. */
+    /**
+     * Stops serving: closes the listening socket and every connection being served (their threads end at once), waits
+     * for the accepting thread and removes the unix socket file.
+     */
     @Override
     public void close() {
+        closed = true; // before closing clients: a client accepted now is closed by its own thread (serveClient)
         try {
             server.close(); // ends a blocking accept with AsynchronousCloseException
-            thread.join(2 * CLIENT_MILLIS);
+            live.forEach((c, selector) -> {
+                // Closing a channel only cancels its key; the wake-up ends its thread's select now rather than at
+                // its deadline, and the thread's next read or write fails on the closed channel.
+                closeQuietly(c);
+                selector.wakeup();
+            });
+            thread.join(CLIENT_MILLIS);
             if (socketFile != null) {
                 Files.deleteIfExists(socketFile);
             }
@@ -192,33 +241,78 @@ public final class MetricsServer implements AutoCloseable {
                 LOG.warning("metrics endpoint " + describe() + ": accept failed, no more scrapes: " + e);
                 return;
             }
-            try (client; Selector selector = Selector.open()) {
-                client.configureBlocking(false);
-                SelectionKey key = client.register(selector, SelectionKey.OP_READ);
-                long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLIENT_MILLIS);
-                ByteBuffer answer = answer(readRequest(client, selector, deadline));
-                key.interestOps(SelectionKey.OP_WRITE);
-                while (answer.hasRemaining()) {
-                    if (client.write(answer) == 0 && !await(selector, deadline)) {
-                        break; // the client does not read: dropped
-                    }
-                }
-                // Close gently: end our side, then take what the client still sends (the rest of a request too large to
-                // read) until it closes. Closing with unread bytes would reset the connection, and the client could
-                // lose the answer before reading it.
-                client.shutdownOutput();
-                key.interestOps(SelectionKey.OP_READ);
-                ByteBuffer sink = ByteBuffer.allocate(REQUEST_BYTES);
-                for (long drained = 0; drained < DRAIN_BYTES; drained += sink.position(), sink.clear()) {
-                    int n = client.read(sink);
-                    if (n < 0 || (n == 0 && !await(selector, deadline))) {
-                        break;
-                    }
-                }
-            } catch (IOException | RuntimeException e) {
-                // one client's trouble (reset, an exposition that failed) never ends the endpoint
-                LOG.log(Level.FINE, "metrics endpoint " + describe() + ": a scrape failed", e);
+            // A client past the limit is still answered (503) and closed gently, on a thread of its own bounded the
+            // same way; past that too it is closed unanswered, so a flood of connections costs a bounded number of
+            // threads and descriptors.
+            boolean served = slots.tryAcquire();
+            Semaphore held = served ? slots : busySlots.tryAcquire() ? busySlots : null;
+            if (held == null) {
+                closeQuietly(client);
+                continue;
             }
+            try {
+                Thread.ofVirtual().name("virtio4j-metrics-client").start(() -> {
+                    try {
+                        serveClient(client, served ? null : busy());
+                    } finally {
+                        held.release();
+                    }
+                });
+            } catch (RuntimeException | OutOfMemoryError e) {
+                held.release();
+                closeQuietly(client);
+                LOG.log(Level.FINE, "metrics endpoint " + describe() + ": no thread for a client", e);
+            }
+        }
+    }
+
+    /** The answer to one client too many, given without reading its request. */
+    private static ByteBuffer busy() {
+        return response(503, "Service Unavailable", CLIENTS + " clients are being served; try again\n", false);
+    }
+
+    /** Answers {@code client}: its request, or with {@code preset} when given (without reading the request). */
+    private void serveClient(SocketChannel client, ByteBuffer preset) {
+        try (client; Selector selector = Selector.open()) {
+            live.put(client, selector);
+            if (closed) {
+                return; // close() ran between accept and here, and may have missed this client
+            }
+            client.configureBlocking(false);
+            SelectionKey key = client.register(selector, SelectionKey.OP_READ);
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLIENT_MILLIS);
+            ByteBuffer answer = preset != null ? preset : answer(readRequest(client, selector, deadline));
+            key.interestOps(SelectionKey.OP_WRITE);
+            while (answer.hasRemaining()) {
+                if (client.write(answer) == 0 && !await(selector, deadline)) {
+                    break; // the client does not read: dropped
+                }
+            }
+            // Close gently: end our side, then take what the client still sends (the rest of a request too large to
+            // read) until it closes. Closing with unread bytes would reset the connection, and the client could
+            // lose the answer before reading it.
+            client.shutdownOutput();
+            key.interestOps(SelectionKey.OP_READ);
+            ByteBuffer sink = ByteBuffer.allocate(REQUEST_BYTES);
+            for (long drained = 0; drained < DRAIN_BYTES; drained += sink.position(), sink.clear()) {
+                int n = client.read(sink);
+                if (n < 0 || (n == 0 && !await(selector, deadline))) {
+                    break;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // one client's trouble (reset, an exposition that failed, close()) never ends the endpoint
+            LOG.log(Level.FINE, "metrics endpoint " + describe() + ": a scrape failed", e);
+        } finally {
+            live.remove(client);
+        }
+    }
+
+    private static void closeQuietly(SocketChannel c) {
+        try {
+            c.close();
+        } catch (IOException e) {
+            // closing for close(): nothing more to do with it
         }
     }
 

@@ -7,6 +7,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.IntFunction;
+import java.util.function.IntToLongFunction;
 import java.util.regex.Pattern;
 
 /**
@@ -77,7 +80,7 @@ public final class PrometheusText {
         private final String type;
         private final String help;
         private final List<String> samples = new ArrayList<>();
-        private final Set<String> labelSets = new HashSet<>();
+        private final Set<Map<String, String>> labelSets = new HashSet<>();
 
         private Family(String name, String type, String help) {
             this.name = name;
@@ -97,27 +100,40 @@ public final class PrometheusText {
                         + " strings given");
             }
             StringBuilder b = new StringBuilder(name);
-            Set<String> names = new HashSet<>();
+            // the series' identity: its label set, whatever the order the labels were given in
+            Map<String, String> names = new TreeMap<>();
             for (int i = 0; i < labels.length; i += 2) {
                 String label = labels[i];
                 if (!LABEL_NAME.matcher(label).matches() || label.startsWith("__")) {
                     throw new IllegalArgumentException(name + ": label name " + label
                             + " is not [a-zA-Z_][a-zA-Z0-9_]* or starts with __ (reserved)");
                 }
-                if (!names.add(label)) {
+                if (names.containsKey(label)) {
                     throw new IllegalArgumentException(name + ": label " + label + " given twice");
                 }
+                names.put(label, Objects.requireNonNull(labels[i + 1], label));
                 b.append(i == 0 ? '{' : ',').append(label).append("=\"");
-                escape(b, Objects.requireNonNull(labels[i + 1], label), true);
+                escape(b, labels[i + 1], true);
                 b.append('"');
             }
             if (labels.length > 0) {
                 b.append('}');
             }
-            if (!labelSets.add(b.toString())) {
+            if (!labelSets.add(names)) {
                 throw new IllegalArgumentException("duplicate series " + b);
             }
             samples.add(b.append(' ').append(value).toString());
+            return this;
+        }
+
+        /**
+         * Adds {@code count} samples, the {@code i}th of {@code value.applyAsLong(i)} labelled {@code labels.apply(i)}
+         * (as {@link #sample} takes them): the one shape of a family with one sample per queue or pair.
+         */
+        public Family samples(int count, IntToLongFunction value, IntFunction<String[]> labels) {
+            for (int i = 0; i < count; i++) {
+                sample(value.applyAsLong(i), labels.apply(i));
+            }
             return this;
         }
     }

@@ -6,7 +6,8 @@ package io.virtio4j.devices.metrics;
  */
 public final class QueueMetrics {
     public static final String GOOD_PACKETS = "virtio4j_good_packets_total";
-    public static final String GOOD_PACKETS_HELP = "Good frames: taken from the guest (tx) or delivered to it (rx).";
+    public static final String GOOD_PACKETS_HELP = "Good frames: direction rx, "
+            + "received from the guest (its transmit queue); tx, delivered to the guest (its receive queue).";
     public static final String GOOD_BYTES = "virtio4j_good_bytes_total";
     public static final String GOOD_BYTES_HELP = "Bytes of the good frames (Ethernet header on, virtio-net header "
             + "and CRC off).";
@@ -17,7 +18,9 @@ public final class QueueMetrics {
             + "eventfd written).";
     public static final String GUEST_NOTIFICATIONS_SUPPRESSED = "virtio4j_guest_notifications_suppressed_total";
     public static final String GUEST_NOTIFICATIONS_SUPPRESSED_HELP = "Used-buffer publications after which the "
-            + "driver wanted no notification (EVENT_IDX or NO_INTERRUPT).";
+            + "driver wanted no notification (EVENT_IDX event index not crossed, or NO_INTERRUPT), so none was sent; "
+            + "DPDK's counter of this name counts something else (interrupts skipped because one was already "
+            + "pending) and counts nothing for these.";
 
     private QueueMetrics() {
     }

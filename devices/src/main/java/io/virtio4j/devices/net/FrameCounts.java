@@ -21,11 +21,21 @@ final class FrameCounts {
      * {@code destination} in {@code frame}: a copy on our side, so reading it costs no guest-memory access.
      */
     void good(MemorySegment frame, long destination, long length) {
+        good(frame, destination, length, NetStats.sizeBin(length));
+    }
+
+    /**
+     * The same with its size bin already known: a worker that counts one frame in both directions (a reflection)
+     * decides the bin once.
+     */
+    void good(MemorySegment frame, long destination, long length, int bin) {
         packets++;
         bytes += length;
-        bins[NetStats.sizeBin(length)]++;
+        bins[bin]++;
         // The group bit (I/G) of the first octet marks multicast; broadcast is the all-ones group address, counted
-        // apart as DPDK does (its multicast count leaves broadcast out).
+        // apart as DPDK does (its multicast count leaves broadcast out). A branch, not arithmetic: a branchless form
+        // (one 8-byte load, multicast += group - allOnes) measured 10-30% slower per reflected frame than this, in 40
+        // interleaved old/new blocks with a random mix of kinds (most frames are unicast and skip the rest).
         if ((frame.get(ValueLayout.JAVA_BYTE, destination) & 1) != 0) {
             if (frame.get(ValueLayout.JAVA_INT_UNALIGNED, destination) == -1
                     && frame.get(ValueLayout.JAVA_SHORT_UNALIGNED, destination + 4) == -1) {

@@ -285,16 +285,12 @@ public final class NetDevice implements VirtioDevice, MetricsSource, AutoCloseab
     }
 
     /**
-     * Every pair's counters as samples, labelled {@code device}, {@code queue} and {@code direction} (see
+     * Every pair's counters as samples, labelled {@code device}, {@code queue}, {@code qp} and {@code direction} (see
      * {@link NetStats}); read without waiting for the queue threads.
      */
     @Override
     public void collect(PrometheusText out, String device) {
-        NetStats[] pairs = new NetStats[options.pairs()];
-        for (int p = 0; p < pairs.length; p++) {
-            pairs[p] = stats(p);
-        }
-        NetStats.collect(out, device, pairs);
+        NetStats.collect(out, device, runners.allStats(NetStats[]::new));
     }
 
     public int pairs() {

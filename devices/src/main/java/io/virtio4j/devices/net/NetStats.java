@@ -11,9 +11,10 @@ import io.virtio4j.devices.metrics.QueueMetrics;
  * pass's own counts ({@link FrameCounts}), so the per-frame path does no shared store; read by the statistics printer
  * and the metrics scraper at any time (see {@link Counters} for why opaque accesses are enough).
  *
- * <p>Direction is the virtqueue's, as virtio-net names it: {@link #RX} is the guest's receive queue ({@code 2p}:
- * frames delivered to the guest, "to guest"), {@link #TX} its transmit queue ({@code 2p + 1}: frames the guest sent,
- * "from guest"). Bytes are the Ethernet frame's, without the virtio-net header and without a CRC (as DPDK counts
+ * <p>{@link #RX} and {@link #TX} in this class's API name the virtqueue as virtio-net does: {@link #RX} is the
+ * guest's receive queue ({@code 2p}: frames delivered to the guest, "to guest"), {@link #TX} its transmit queue
+ * ({@code 2p + 1}: frames the guest sent, "from guest"). The exposition's {@code direction} label is DPDK's, the
+ * back-end's, the other way round ({@link #collect}). Bytes are the Ethernet frame's, without the virtio-net header and without a CRC (as DPDK counts
  * {@code pkt_len}). The wake-up, EAGAIN and registration counters are those of the tap mode's polling discipline (see
  * {@link TapPolling}).
  */
@@ -53,7 +54,6 @@ public final class NetStats {
             "size_1519_max_packets"};
     private static final String[] SIZE_RANGES = {"fewer than 64", "exactly 64", "65 to 127", "128 to 255",
             "256 to 511", "512 to 1023", "1024 to 1518", "1519 or more"};
-    private static final String[] DIRECTIONS = {"rx", "tx"};
 
     private final Counters c = new Counters(COUNT);
 
@@ -127,7 +127,10 @@ public final class NetStats {
         return get(direction, NOTIFICATIONS);
     }
 
-    /** Publications on that queue after which the driver wanted no notification. */
+    /**
+     * Used-buffer publications on that queue after which the driver wanted no notification (EVENT_IDX or
+     * NO_INTERRUPT); see {@link QueueMetrics#GUEST_NOTIFICATIONS_SUPPRESSED_HELP} for how that differs from DPDK.
+     */
     public long notificationsSuppressed(int direction) {
         return get(direction, SUPPRESSED);
     }
@@ -141,7 +144,11 @@ public final class NetStats {
         return bytes(TX);
     }
 
-    /** Transmitted frames dropped: malformed, refused by the tap, or no receive buffer to return them in. */
+    /**
+     * Transmitted frames dropped: malformed, refused by the tap, or (reflector modes) no receive buffer to return them
+     * in; such a frame was received whole and is also in {@link #fromGuestPackets}, so the two overlap in the
+     * reflector modes (the RESULT line's RX-packets and RX-dropped keep that meaning; peers/ scripts read them).
+     */
     public long fromGuestDrops() {
         return drops(TX);
     }
@@ -155,7 +162,10 @@ public final class NetStats {
         return bytes(RX);
     }
 
-    /** Frames for the guest dropped: larger than the receive buffers, or carrying offloads the guest did not negotiate. */
+    /**
+     * Frames for the guest dropped (tap mode): larger than the receive buffers, or carrying offloads the guest did not
+     * negotiate. A reflection that found no receive buffer is counted in {@link #fromGuestDrops}, not here.
+     */
     public long toGuestDrops() {
         return drops(RX);
     }
@@ -224,9 +234,12 @@ public final class NetStats {
     }
 
     /**
-     * Adds the samples of {@code pairs} (pair {@code p}'s statistics at index {@code p}) to {@code out}: per queue,
-     * labelled {@code device}, {@code queue} (the virtqueue index: {@code 2p} receive, {@code 2p + 1} transmit) and
-     * {@code direction} ({@code rx}, {@code tx}); the thread's counters labelled {@code device} and {@code pair}.
+     * Adds the samples of {@code pairs} (pair {@code p}'s statistics at index {@code p}) to {@code out}. Per queue,
+     * labelled {@code device}, {@code queue} (the virtqueue index), {@code qp} (the pair, index / 2) and
+     * {@code direction} in DPDK vhost's sense, the back-end's: {@code rx} on the guest's transmit queue (odd index,
+     * frames the back-end receives from the guest), {@code tx} on its receive queue (even index, frames the back-end
+     * sends to the guest), as the RESULT line's RX and TX. The thread's counters are labelled {@code device} and
+     * {@code qp} only.
      */
     static void collect(PrometheusText out, String device, NetStats[] pairs) {
         perQueue(out, device, pairs, QueueMetrics.GOOD_PACKETS, QueueMetrics.GOOD_PACKETS_HELP, PACKETS);
@@ -239,24 +252,22 @@ public final class NetStats {
             perQueue(out, device, pairs, "virtio4j_" + SIZE_NAMES[b] + "_total", "Good frames of "
                     + SIZE_RANGES[b] + " bytes (Ethernet header on, no CRC).", SIZE + b);
         }
-        perQueue(out, device, pairs, "virtio4j_dropped_packets_total", "Frames dropped: rx, not deliverable (too "
-                + "large, offloads the guest did not negotiate, no receive buffer in reflector modes); tx, malformed, "
-                + "refused by the tap, or their reflection found no receive buffer.", DROPS);
+        perQueue(out, device, pairs, "virtio4j_dropped_packets_total", "Frames dropped. rx (from the guest): "
+                + "malformed, refused by the tap, or, in the reflector modes, not returned because the guest's receive "
+                + "queue had no buffer (such a frame is also counted good on rx: it was received). tx (to the guest, "
+                + "tap mode): larger than the receive buffers or carrying offloads the guest did not negotiate.", DROPS);
         perQueue(out, device, pairs, QueueMetrics.KICKS, QueueMetrics.KICKS_HELP, KICKS);
         perQueue(out, device, pairs, QueueMetrics.GUEST_NOTIFICATIONS, QueueMetrics.GUEST_NOTIFICATIONS_HELP,
                 NOTIFICATIONS);
         perQueue(out, device, pairs, QueueMetrics.GUEST_NOTIFICATIONS_SUPPRESSED,
                 QueueMetrics.GUEST_NOTIFICATIONS_SUPPRESSED_HELP, SUPPRESSED);
-        perQueue(out, device, pairs, "virtio4j_tap_eagain_total", "Tap mode: tap reads that found no frame (rx) or "
-                + "writes it could not take (tx).", EAGAIN);
+        perQueue(out, device, pairs, "virtio4j_tap_eagain_total", "Tap mode: on tx (to the guest), tap reads that "
+                + "found no frame; on rx (from the guest), tap writes the tap could not take.", EAGAIN);
         perQueue(out, device, pairs, "virtio4j_weight_limited_total", "Handler runs that stopped at the weight with "
                 + "work possibly left.", WEIGHT_LIMITED);
-        PrometheusText.Family empty = out.counter("virtio4j_rx_ring_empty_total", "Tap mode: times a frame from the "
-                + "tap waited because the guest's receive ring was empty.");
-        for (int p = 0; p < pairs.length; p++) {
-            empty.sample(pairs[p].get(RX, RING_EMPTY), "device", device, "queue", Integer.toString(2 * p),
-                    "direction", DIRECTIONS[RX]);
-        }
+        out.counter("virtio4j_receive_ring_empty_total", "Tap mode: times a frame from the tap waited because the "
+                + "guest's receive queue (direction tx) had no buffer.").samples(pairs.length,
+                p -> pairs[p].get(RX, RING_EMPTY), p -> queueLabels(device, 2 * p));
         perPair(out, device, pairs, "virtio4j_wakeups_total", "Returns of the pair's thread from epoll_wait with at "
                 + "least one kick or tap event.", WAKEUPS);
         perPair(out, device, pairs, "virtio4j_spurious_wakeups_total", "Wake-ups after which a full pass found "
@@ -267,23 +278,23 @@ public final class NetStats {
                 + "io_uring_enter per batch of reads, or a read(2) per frame).", TAP_READ_CALLS);
     }
 
+    /** Queue {@code q}'s counter: virtqueue {@code q} is direction {@code q & 1} ({@link #RX}, {@link #TX}) of pair q / 2. */
     private static void perQueue(PrometheusText out, String device, NetStats[] pairs, String name, String help,
                                  int counter) {
-        PrometheusText.Family f = out.counter(name, help);
-        for (int p = 0; p < pairs.length; p++) {
-            for (int d = RX; d <= TX; d++) {
-                f.sample(pairs[p].get(d, counter), "device", device, "queue", Integer.toString(2 * p + d),
-                        "direction", DIRECTIONS[d]);
-            }
-        }
+        out.counter(name, help).samples(2 * pairs.length, q -> pairs[q >> 1].get(q & 1, counter),
+                q -> queueLabels(device, q));
     }
 
     private static void perPair(PrometheusText out, String device, NetStats[] pairs, String name, String help,
                                 int counter) {
-        PrometheusText.Family f = out.counter(name, help);
-        for (int p = 0; p < pairs.length; p++) {
-            f.sample(pairs[p].c.get(counter), "device", device, "pair", Integer.toString(p));
-        }
+        out.counter(name, help).samples(pairs.length, p -> pairs[p].c.get(counter),
+                p -> new String[] {"device", device, "qp", Integer.toString(p)});
+    }
+
+    /** Virtqueue {@code q}'s labels; its direction is DPDK's, the back-end's (see {@link #collect}). */
+    private static String[] queueLabels(String device, int q) {
+        return new String[] {"device", device, "queue", Integer.toString(q), "qp", Integer.toString(q >> 1),
+                "direction", (q & 1) == TX ? "rx" : "tx"};
     }
 
     /** The line {@code --stats-period} prints: the counters a person looks at first. */
@@ -292,11 +303,11 @@ public final class NetStats {
         return "from-guest packets=" + fromGuestPackets() + " bytes=" + fromGuestBytes() + " drops=" + fromGuestDrops()
                 + " multicast=" + multicast(TX) + " broadcast=" + broadcast(TX)
                 + " | to-guest packets=" + toGuestPackets() + " bytes=" + toGuestBytes() + " drops=" + toGuestDrops()
-                + " | kicks tx=" + kicks(TX) + " rx=" + kicks(RX)
-                + " | notifications tx=" + notifications(TX) + " rx=" + notifications(RX)
-                + " suppressed tx=" + notificationsSuppressed(TX) + " rx=" + notificationsSuppressed(RX)
-                + " | wakeups=" + wakeups() + " spurious=" + spuriousWakeups() + " eagain rx=" + rxEagain()
-                + " tx=" + txEagain() + " rx-ring-empty=" + rxRingEmpty() + " weight-limited=" + weightLimited()
+                + " | kicks from-guest=" + kicks(TX) + " to-guest=" + kicks(RX)
+                + " | notifications from-guest=" + notifications(TX) + " to-guest=" + notifications(RX)
+                + " suppressed from-guest=" + notificationsSuppressed(TX) + " to-guest=" + notificationsSuppressed(RX)
+                + " | wakeups=" + wakeups() + " spurious=" + spuriousWakeups() + " tap-eagain read=" + rxEagain()
+                + " write=" + txEagain() + " receive-ring-empty=" + rxRingEmpty() + " weight-limited=" + weightLimited()
                 + " tap-registrations=" + tapRegistrations() + " tap-read-calls=" + tapReadCalls();
     }
 }

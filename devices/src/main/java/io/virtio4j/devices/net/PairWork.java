@@ -1,7 +1,7 @@
 package io.virtio4j.devices.net;
 
+import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.devices.worker.QueueWorker;
-import io.virtio4j.devices.worker.UsedFlush;
 import io.virtio4j.vhost.backend.QueueContext;
 
 /**
@@ -20,10 +20,10 @@ sealed interface PairWork extends QueueWorker permits ReflectorWorker, TapBridge
         if (q == null || q.queue().isBroken()) {
             return;
         }
-        int outcome = UsedFlush.flush(q.queue());
-        if (outcome != UsedFlush.NONE) {
+        int outcome = q.queue().flushUsedOutcome();
+        if (outcome != DeviceQueue.FLUSH_NONE) {
             stats().add(q.index() % 2 == 0 ? NetStats.RX : NetStats.TX,
-                    outcome == UsedFlush.NOTIFIED ? NetStats.NOTIFICATIONS : NetStats.SUPPRESSED, 1);
+                    outcome == DeviceQueue.FLUSH_NOTIFIED ? NetStats.NOTIFICATIONS : NetStats.SUPPRESSED, 1);
         }
     }
 }

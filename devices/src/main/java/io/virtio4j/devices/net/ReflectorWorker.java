@@ -90,6 +90,7 @@ final class ReflectorWorker implements PairWork {
     @Override
     public void onStop() {
         queues.foldKicks(stats);
+        foldCounts();
     }
 
     /** One bounded pass over the transmit queue; returns the frames handled. */
@@ -98,6 +99,7 @@ final class ReflectorWorker implements PairWork {
         queues.foldKicks(stats);
         QueueContext t = queues.tx;
         if (t == null || t.queue().isBroken()) {
+            foldCounts(); // what a pass cut short by a fault other than VirtqueueException (QueueRunner) had counted
             return 0;
         }
         DeviceQueue q = t.queue();
@@ -154,11 +156,18 @@ final class ReflectorWorker implements PairWork {
             flush(t);
             flush(queues.rx);
         }
-        // The shared counters are added to once per pass, not per frame; also after a pass a broken queue cut short,
-        // for the frames it had served.
+        foldCounts();
+        return n;
+    }
+
+    /**
+     * Adds the pass's counts to the shared counters: once per pass, not per frame. Also after a pass that a
+     * VirtqueueException cut short (caught above), and, for a pass any other fault cut short (it leaves doWork and
+     * QueueRunner breaks the queues), at the next pass's early return or at onStop: every frame served is counted.
+     */
+    private void foldCounts() {
         txCounts.foldInto(stats, NetStats.TX);
         rxCounts.foldInto(stats, NetStats.RX);
-        return n;
     }
 
     /**
@@ -182,7 +191,8 @@ final class ReflectorWorker implements PairWork {
             } else {
                 chain.gather(NetFeatures.HDR_LEN, frame, NetFeatures.HDR_LEN, len);
             }
-            txCounts.good(frame, NetFeatures.HDR_LEN, len);
+            int bin = NetStats.sizeBin(len); // the same frame goes back: one size bin for both directions
+            txCounts.good(frame, NetFeatures.HDR_LEN, len, bin);
             if (back) {
                 if (chain == null) {
                     MemorySegment.copy(region, offset, frame, 0, NetFeatures.HDR_LEN);
@@ -190,7 +200,7 @@ final class ReflectorWorker implements PairWork {
                     chain.gather(0, frame, 0, NetFeatures.HDR_LEN);
                 }
                 if (reflect(r, total)) {
-                    rxCounts.good(frame, NetFeatures.HDR_LEN, len); // as delivered: MACs swapped when asked
+                    rxCounts.good(frame, NetFeatures.HDR_LEN, len, bin); // as delivered: MACs swapped when asked
                 } else {
                     txCounts.drop();
                 }

@@ -449,7 +449,14 @@ final class TapBridgeWorker implements PairWork {
         }
     }
 
+    /**
+     * The loop's counters, and what a pass cut short by a fault other than VirtqueueException left in the frame counts
+     * (it leaves doWork before handleTx or handleRx fold; QueueRunner breaks the queues, so the next pass returns
+     * early): every frame served is counted, at the next doWork or at onStop. Two loads when there is nothing.
+     */
     private void foldLoopCounters() {
+        txCounts.foldInto(stats, NetStats.TX);
+        rxCounts.foldInto(stats, NetStats.RX);
         if (wakeups != 0) {
             stats.addPair(NetStats.WAKEUPS, wakeups);
             wakeups = 0;

@@ -98,6 +98,18 @@ public final class DeviceRunners<W extends QueueWorker, S> {
         return plus.apply(plus.apply(zero.get(), retired[slot]), w == null ? null : statsOf.apply(w));
     }
 
+    /**
+     * Every slot's statistics, slot {@code i} at index {@code i}, taken under one lock (a scrape sees no slot reset
+     * half-way): what a device's metrics collection reads.
+     */
+    public synchronized S[] allStats(IntFunction<S[]> newArray) {
+        S[] all = newArray.apply(runners.length);
+        for (int i = 0; i < all.length; i++) {
+            all[i] = stats(i);
+        }
+        return all;
+    }
+
     /** Every slot's statistics added up. */
     public synchronized S totals() {
         S s = zero.get();

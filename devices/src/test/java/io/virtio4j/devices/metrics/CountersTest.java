@@ -6,7 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** One writer adds, another thread reads: never a torn or a smaller value, and every addition arrives. */
+/**
+ * One writer adds, another thread reads: the reader never sees a counter go back, and every addition arrives. What
+ * this cannot show: a torn value (a plain long is not torn on a 64-bit HotSpot either), nor that the reader sees a store
+ * soon; opaque accesses are chosen for what the JLS and the JIT allow, not for what one machine does (see
+ * {@link Counters}).
+ */
 class CountersTest {
 
     @Test
@@ -16,7 +21,7 @@ class CountersTest {
         Thread writer = new Thread(() -> {
             for (int i = 1; i <= rounds; i++) {
                 c.add(0, 1);
-                c.add(1, 1L << 33); // a value whose two halves both change: a torn read would show
+                c.add(1, 1L << 33); // past 32 bits: the sum is exact beyond an int
                 c.add(2, i);
             }
         });
@@ -28,7 +33,6 @@ class CountersTest {
                 assertTrue(v >= last[k], "counter " + k + " went from " + last[k] + " to " + v);
                 last[k] = v;
             }
-            assertEquals(0, c.get(1) % (1L << 33), "counter 1 torn");
         }
         writer.join();
         assertEquals(rounds, c.get(0));

@@ -18,6 +18,8 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -187,6 +189,100 @@ class MetricsServerTest {
         })) {
             String r = exchange(m.address(), "GET /metrics HTTP/1.1\r\n\r\n");
             assertTrue(r.startsWith("HTTP/1.1 500 Internal Server Error\r\n") && r.contains("first scrape fails"), r);
+            assertEquals(1, PrometheusExposition.parse(scrape(m.address())).value("virtio4j_scrapes_total"));
+        }
+    }
+
+    /** Connects to {@code address} and sends nothing: a client that holds a connection idle. */
+    private static SocketChannel idle(SocketAddress address) throws IOException {
+        SocketChannel c = address instanceof UnixDomainSocketAddress
+                ? SocketChannel.open(StandardProtocolFamily.UNIX) : SocketChannel.open();
+        c.connect(address);
+        return c;
+    }
+
+    /** Whether the server still holds {@code c} open and has answered nothing on it: a read finds no byte and no end. */
+    private static boolean stillWaiting(SocketChannel c) throws IOException {
+        c.configureBlocking(false);
+        try {
+            return c.read(ByteBuffer.allocate(1)) == 0;
+        } finally {
+            c.configureBlocking(true);
+        }
+    }
+
+    /** Waits until {@code m} serves {@code clients} clients (polling: the server's threads are its own). */
+    private static void awaitServing(MetricsServer m, int clients) throws InterruptedException {
+        long giveUp = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30); // a hang guard only
+        while (m.serving() != clients) {
+            assertTrue(System.nanoTime() < giveUp, "serving " + m.serving() + " clients, not " + clients);
+            Thread.sleep(1);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"unix", "tcp"})
+    void aScrapeIsAnsweredWhileIdleClientsStayConnectedAndOneTooManyIsAnsweredBusy(String how)
+            throws IOException, InterruptedException {
+        String spec = how.equals("unix") ? "unix:" + dir.resolve("m.sock") : "tcp:127.0.0.1:0";
+        List<SocketChannel> idle = new ArrayList<>();
+        try (MetricsServer m = MetricsServer.start(MetricsServer.parse(spec), this::exposition)) {
+            for (int i = 0; i < MetricsServer.CLIENTS - 1; i++) {
+                idle.add(idle(m.address()));
+            }
+            // one server thread serving one client at a time would reach this scrape only after each idle client's
+            // deadline had passed and it had been answered 400 and closed
+            assertEquals(1, PrometheusExposition.parse(scrape(m.address())).value("virtio4j_scrapes_total"));
+            for (SocketChannel c : idle) {
+                assertTrue(stillWaiting(c), "an idle client is still connected, unanswered, after the scrape");
+            }
+            // the scrape's slot is given back after the client read its answer: wait until only the idle ones hold one
+            awaitServing(m, MetricsServer.CLIENTS - 1);
+            idle.add(idle(m.address())); // the last client served at once
+            awaitServing(m, MetricsServer.CLIENTS);
+            String busy = exchange(m.address(), "GET /metrics HTTP/1.1\r\n\r\n");
+            assertTrue(busy.startsWith("HTTP/1.1 503 Service Unavailable\r\n"), busy);
+            assertTrue(busy.contains(MetricsServer.CLIENTS + " clients are being served"), busy);
+            for (SocketChannel c : idle) {
+                assertTrue(stillWaiting(c), "an idle client is still connected after the busy answer");
+            }
+        } finally {
+            for (SocketChannel c : idle) {
+                c.close();
+            }
+        }
+    }
+
+    @Test
+    void closeEndsTheConnectionsBeingServedWithoutAnswering() throws IOException {
+        SocketChannel c;
+        try (MetricsServer m = MetricsServer.start(MetricsServer.parse("unix:" + dir.resolve("m.sock")),
+                this::exposition)) {
+            c = idle(m.address());
+            // a scrape after it proves the server took the idle one (accepts come in order) before close()
+            scrape(m.address());
+        }
+        try (c) {
+            // blocks until the server's side is gone: waiting out the client deadline would answer 400 first
+            ByteBuffer b = ByteBuffer.allocate(4096);
+            int n;
+            try {
+                n = c.read(b);
+            } catch (IOException reset) {
+                n = -1;
+            }
+            assertEquals(-1, n, "nothing answered, the connection ended: "
+                    + new String(b.array(), 0, b.position(), StandardCharsets.ISO_8859_1));
+        }
+    }
+
+    @Test
+    void aUnixSocketSomethingListensOnIsRefusedAsInUseAndKeepsServing() throws IOException {
+        Path sock = dir.resolve("m.sock");
+        try (MetricsServer m = MetricsServer.start(MetricsServer.parse("unix:" + sock), this::exposition)) {
+            java.io.UncheckedIOException e = assertThrows(java.io.UncheckedIOException.class,
+                    () -> MetricsServer.start(MetricsServer.parse("unix:" + sock), this::exposition));
+            assertTrue(e.getMessage().contains("unix socket " + sock + " is in use"), e.getMessage());
             assertEquals(1, PrometheusExposition.parse(scrape(m.address())).value("virtio4j_scrapes_total"));
         }
     }

@@ -91,10 +91,13 @@ class PrometheusTextTest {
         f.sample(1, "queue", "0");
         assertTrue(assertThrows(IllegalArgumentException.class, () -> f.sample(2, "queue", "0")).getMessage()
                 .contains("duplicate series virtio4j_z_total{queue=\"0\"}"));
+        f.sample(3, "queue", "1", "direction", "rx");
+        assertThrows(IllegalArgumentException.class, () -> f.sample(4, "direction", "rx", "queue", "1"),
+                "the same label set in another order is the same series");
         assertThrows(IllegalArgumentException.class, () -> t.gauge("virtio4j_z_total", "z"));
         assertThrows(IllegalArgumentException.class, () -> t.counter("virtio4j_z_total", "other help"));
         // what was refused left nothing behind
-        assertEquals(1, PrometheusExposition.parse(t.text()).families().get("virtio4j_z_total").samples().size());
+        assertEquals(2, PrometheusExposition.parse(t.text()).families().get("virtio4j_z_total").samples().size());
     }
 
     /** The test's reader refuses what the format forbids, so that a pass of the endpoint tests means something. */
@@ -109,7 +112,10 @@ class PrometheusTextTest {
             "# HELP virtio4j_a_total a\n# TYPE virtio4j_a_total counter\nvirtio4j_a_total -1\n",
             "# HELP virtio4j_a_total a\n# TYPE virtio4j_a_total counter\n# HELP virtio4j_b b\n# TYPE virtio4j_b gauge\n"
                     + "virtio4j_b 1\nvirtio4j_a_total 1\n", // a family's sample apart from it
-            "# HELP virtio4j_a_total a\n# TYPE virtio4j_a_total countr\nvirtio4j_a_total 1\n"})
+            "# HELP virtio4j_a_total a\n# TYPE virtio4j_a_total countr\nvirtio4j_a_total 1\n",
+            // one series twice, its labels in another order
+            "# HELP virtio4j_a_total a\n# TYPE virtio4j_a_total counter\nvirtio4j_a_total{q=\"0\",d=\"rx\"} 1\n"
+                    + "virtio4j_a_total{d=\"rx\",q=\"0\"} 2\n"})
     void theReaderRefusesBrokenExpositions(String text) {
         assertThrows(IllegalArgumentException.class, () -> PrometheusExposition.parse(text));
     }

@@ -63,26 +63,35 @@ class NetStatsTest {
         assertEquals(6, sum.multicast(NetStats.TX));
     }
 
-    /** Each pair's counters land in its own queues' series: queue 2p is rx, 2p + 1 tx; the thread's under its pair. */
+    /**
+     * Each pair's counters land in its own queues' series: queue 2p (the guest's receive queue) is direction tx,
+     * 2p + 1 (its transmit queue) rx, DPDK's sense; qp is the pair; the thread's counters are under the pair alone.
+     */
     @Test
-    void collectLabelsEachCounterWithItsVirtqueueAndDirection() {
+    void collectLabelsEachCounterWithItsVirtqueuePairAndDpdksDirection() {
         NetStats[] pairs = {new NetStats(), new NetStats()};
         pairs[1].add(NetStats.TX, NetStats.PACKETS, 7);
         pairs[1].add(NetStats.RX, NetStats.SIZE + 7, 3);
         pairs[0].add(NetStats.RX, NetStats.SUPPRESSED, 2);
+        pairs[1].add(NetStats.RX, NetStats.RING_EMPTY, 4);
         pairs[1].addPair(NetStats.WAKEUPS, 5);
         PrometheusText out = new PrometheusText();
         NetStats.collect(out, "net0", pairs);
         PrometheusExposition e = PrometheusExposition.parse(out.text());
         for (int q = 0; q < 4; q++) {
-            String direction = q % 2 == 0 ? "rx" : "tx";
-            String[] labels = {"device", "net0", "queue", Integer.toString(q), "direction", direction};
+            String direction = q % 2 == 0 ? "tx" : "rx";
+            String[] labels = {"device", "net0", "queue", Integer.toString(q), "qp", Integer.toString(q / 2),
+                    "direction", direction};
             assertEquals(q == 3 ? 7 : 0, e.value("virtio4j_good_packets_total", labels), "queue " + q);
             assertEquals(q == 2 ? 3 : 0, e.value("virtio4j_size_1519_max_packets_total", labels), "queue " + q);
             assertEquals(q == 0 ? 2 : 0, e.value("virtio4j_guest_notifications_suppressed_total", labels), "queue " + q);
         }
-        assertEquals(5, e.value("virtio4j_wakeups_total", "device", "net0", "pair", "1"));
-        assertEquals(0, e.value("virtio4j_wakeups_total", "device", "net0", "pair", "0"));
+        assertEquals(4, e.value("virtio4j_receive_ring_empty_total", "queue", "2", "qp", "1", "direction", "tx"));
+        assertEquals(2, e.families().get("virtio4j_receive_ring_empty_total").samples().size(), "receive queues only");
+        assertEquals(5, e.value("virtio4j_wakeups_total", "device", "net0", "qp", "1"));
+        assertEquals(0, e.value("virtio4j_wakeups_total", "device", "net0", "qp", "0"));
+        assertEquals(java.util.Set.of("device", "qp"),
+                e.families().get("virtio4j_wakeups_total").samples().get(0).labels().keySet());
         assertEquals(4, e.families().get("virtio4j_good_bytes_total").samples().size());
     }
 }
