@@ -13,8 +13,9 @@
 # eager lazy adaptive in odd repetitions and adaptive lazy eager in even ones, so each of the pairs (eager, lazy)
 # and (eager, adaptive) is measured A B, then B A, ...
 #
-# Per run: the driver's TX-pps (frames added per second of its sending window), its kicks and avail.idx stores per
-# frame (the transmit ring's own counters), and exactness: after its window the driver waits (--drain) until the
+# Per run: the driver's TX-pps (frames added per second of its measuring window, after --warmup seconds of sending
+# that the JIT compiles the path in), its kicks and avail.idx stores (publications) per frame over the whole run (the
+# transmit ring's own counters), and exactness: after its window the driver waits (--drain) until the
 # back-end has used every frame, so the back-end's RESULT RX-packets must equal the driver's TX-packets
 # (exact=yes|no; any "no" makes the script exit 1). Before each run the machine's busy % over 1 s and the
 # cache-line ping-pong probe between the two CPUs (after the run too); backend_cpu = CPUs' worth of time the
@@ -22,7 +23,8 @@
 # (both ~1.00 when each had its CPU to itself; well below, the run measured the other load).
 #
 # Output:
-#   RUN row=ID rep=N publish=P pps= tx= backend_rx= exact= kicks= kicks_per_buf= publications_per_buf=
+#   RUN row=ID rep=N publish=P pps= window_tx= tx= backend_rx= exact= kicks= publications= kicks_per_buf=
+#       publications_per_buf=
 #       driver_cpu= backend_cpu= busy_before= probe_ns=before/after
 #   SUMMARY lesson=lazy-avail-publish row=ID b=lazy|adaptive figure=pps|kicks_per_buf|publications_per_buf pairs= ...
 #       one per row, B policy and figure: `virtio4j paired` of eager (A) against B, pair by pair (medians, min/max,
@@ -32,8 +34,10 @@
 # Options:
 #   --rows "ID ..."      rows to run (default "dpdk serve-poll serve-notify")
 #   --reps N             repetitions (default 5); each gives one pair per policy B
-#   --duration S         driver's sending window per run (default 2)
-#   --packets N          send exactly N frames per run instead of --duration (a short form for tests)
+#   --duration S         driver's measuring window per run (default 2)
+#   --warmup S           driver's sending before the window (default 1)
+#   --packets N          send exactly N frames per run instead of --warmup and --duration (a short form for tests:
+#                        TX-pps is then over the whole run, JIT warm-up included)
 #   --frame-size B       (default 64)
 #   --driver-args "..."  more `drive net` arguments (e.g. "--ring packed --queue-size 1024")
 #   --v4j CMD            the virtio4j command line (default: this checkout's ./virtio4j)
@@ -48,13 +52,14 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
-rows="dpdk serve-poll serve-notify" reps=5 duration=2 packets='' size=64 driver_args=''
+rows="dpdk serve-poll serve-notify" reps=5 duration=2 warmup=1 packets='' size=64 driver_args=''
 v4j="$(cd "$PEERS_DIR/.." && pwd)/virtio4j" backend_cpu=0 driver_cpu=1 idle_pct='' idle_timeout=120 out=''
 while [ $# -gt 0 ]; do
   case $1 in
     --rows) rows=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
     --packets) packets=$2; shift 2 ;;
     --frame-size) size=$2; shift 2 ;;
     --driver-args) driver_args=$2; shift 2 ;;
@@ -81,7 +86,7 @@ backend_of() {
     serve-notify) echo "$v4j serve net --socket {sock} --mode rxonly --notify notify" ;;
   esac
 }
-if [ -n "$packets" ]; then amount="--packets $packets"; else amount="--duration $duration"; fi
+if [ -n "$packets" ]; then amount="--packets $packets"; else amount="--warmup $warmup --duration $duration"; fi
 
 work=$(mktemp -d /tmp/v4j-publish.XXXXXX)
 peers_on_exit_rm "$work"
@@ -127,7 +132,7 @@ run_one() {   # run_one ROW PUBLISH REP
   fi
   kicks=$(peers_field TX-kicks "$res")
   pubs=$(peers_field TX-publications "$res")
-  emit "RUN row=$row rep=$rep publish=$pub pps=$(peers_field TX-pps "$res") tx=$tx backend_rx=${brx:-na} exact=$exact kicks=$kicks kicks_per_buf=$(ratio "$kicks" "$tx") publications_per_buf=$(ratio "$pubs" "$tx") driver_cpu=$(peers_field cpu "$res") backend_cpu=$bcpu busy_before=${b}% probe_ns=$p0/$p1"
+  emit "RUN row=$row rep=$rep publish=$pub pps=$(peers_field TX-pps "$res") window_tx=$(peers_field win-TX-packets "$res") tx=$tx backend_rx=${brx:-na} exact=$exact kicks=$kicks publications=$pubs kicks_per_buf=$(ratio "$kicks" "$tx") publications_per_buf=$(ratio "$pubs" "$tx") driver_cpu=$(peers_field cpu "$res") backend_cpu=$bcpu busy_before=${b}% probe_ns=$p0/$p1"
   # per row, policy and figure: one value per repetition, in repetition order (the pairs)
   echo "$(peers_field TX-pps "$res")" >>"$work/pps-$row-$pub"
   ratio "$kicks" "$tx" >>"$work/kicks_per_buf-$row-$pub"
