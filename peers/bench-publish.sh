@@ -46,6 +46,8 @@
 #   --wait-idle PCT      before each run, wait until the machine is at most PCT % busy (1 s samples), for up to
 #                        --wait-idle-timeout seconds (default 120; then run anyway)
 #   --out FILE           also append RUN and SUMMARY lines to FILE
+#   --timeout S          a driver still running after S seconds is killed and the script fails (default 120 plus
+#                        --warmup and --duration)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -53,7 +55,7 @@ set -euo pipefail
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
 rows="dpdk serve-poll serve-notify" reps=5 duration=2 warmup=1 packets='' size=64 driver_args=''
-v4j="$(cd "$PEERS_DIR/.." && pwd)/virtio4j" backend_cpu=0 driver_cpu=1 idle_pct='' idle_timeout=120 out=''
+v4j="$(cd "$PEERS_DIR/.." && pwd)/virtio4j" backend_cpu=0 driver_cpu=1 idle_pct='' idle_timeout=120 out='' run_timeout=''
 while [ $# -gt 0 ]; do
   case $1 in
     --rows) rows=$2; shift 2 ;;
@@ -69,6 +71,7 @@ while [ $# -gt 0 ]; do
     --wait-idle) idle_pct=$2; shift 2 ;;
     --wait-idle-timeout) idle_timeout=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --timeout) run_timeout=$2; shift 2 ;;
     -h | --help) usage ;;
     *) peers_log "unknown argument: $1"; usage ;;
   esac
@@ -87,6 +90,7 @@ backend_of() {
   esac
 }
 if [ -n "$packets" ]; then amount="--packets $packets"; else amount="--warmup $warmup --duration $duration"; fi
+[ -n "$run_timeout" ] || run_timeout=$(awk -v w="$warmup" -v d="$duration" 'BEGIN { printf "%.0f", 120 + w + d }')
 
 work=$(mktemp -d /tmp/v4j-publish.XXXXXX)
 peers_on_exit_rm "$work"
@@ -107,7 +111,7 @@ run_one() {   # run_one ROW PUBLISH REP
   bc0=$(peers_tree_cputicks "$BACKEND_PID")
   # the driver in its own process group, registered for cleanup like the back-end, so that nothing outlives us
   # shellcheck disable=SC2086 # amount and driver_args are lists of words
-  setsid taskset -c "$driver_cpu" bash -c "exec $v4j drive net --socket $sock --mode txonly --frame-size $size \
+  setsid taskset -c "$driver_cpu" timeout -k 5 "$run_timeout" bash -c "exec $v4j drive net --socket $sock --mode txonly --frame-size $size \
     --avail-publish $pub $amount $driver_args" </dev/null >"$work/driver.out" 2>"$work/driver.err" &
   dpid=$!
   peers_on_exit_kill_group "$dpid"
