@@ -71,6 +71,9 @@ class PublishBenchTest {
                     for (String key : List.of("ratio_B_over_A", "ci95_low", "ci95_high", "half_width_pct")) {
                         assertTrue(s.contains(" " + key + "="), s);
                     }
+                    boolean judged = figure.equals("pps") ? !row.equals("serve-notify") : figure.equals("kicks_per_buf")
+                            && row.equals("serve-notify");
+                    assertEquals(judged, s.matches(".* verdict=(reproduced|opposite|refuted|inconclusive|not_measured)$"), s);
                     if (figure.equals("publications_per_buf")) {
                         // eager stores avail.idx once per frame; the others at most that often
                         assertEquals(1.0, Double.parseDouble(word(s, "A_median")), s);
