@@ -9,6 +9,8 @@
 #   serve-poll    vhost-user serve poll: `virtio4j serve net --mode rxonly --notify poll`, busy-polling
 #   serve-notify  vhost-user serve notify: `virtio4j serve net --mode rxonly --notify notify`, sleeping on kicks
 #                 (the reviewer's row: lazy publication may need more kicks per buffer)
+# The driver's loop reclaims used frames, adds up to 64 (as many as the ring has room for), then calls kickTx, where
+# lazy publication stores avail.idx once for them and the back-end is kicked if it asked to be.
 # Every run starts its back-end and its driver afresh. Per repetition and row the three policies run back to back,
 # eager lazy adaptive in odd repetitions and adaptive lazy eager in even ones, so each of the pairs (eager, lazy)
 # and (eager, adaptive) is measured A B, then B A, ...
@@ -24,8 +26,7 @@
 #
 # Output:
 #   RUN row=ID rep=N publish=P pps= window_tx= tx= backend_rx= exact= kicks= publications= kicks_per_buf=
-#       publications_per_buf=
-#       driver_cpu= backend_cpu= busy_before= probe_ns=before/after
+#       publications_per_buf= driver_cpu= backend_cpu= busy_before= probe_ns=before/after
 #   SUMMARY lesson=lazy-avail-publish row=ID b=lazy|adaptive figure=pps|kicks_per_buf|publications_per_buf pairs= ...
 #       one per row, B policy and figure: `virtio4j paired` of eager (A) against B, pair by pair (medians, min/max,
 #       B/A as the geometric mean of the per-pair ratios, 95% interval, half-width; n/a where a value is 0), ending
