@@ -21,9 +21,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@link NetDriver.Config#publication()} reaches every ring: frames sent in batches of different sizes, one kick
- * after each, through a loopback back-end that sleeps on kicks, come back intact and in order (a CRC over every frame
- * sent against one over every frame received), and the transmit ring published as its policy says: once per frame
- * (eager), once per kick (lazy), or in between (adaptive).
+ * after each, through a loopback back-end, come back intact and in order (a CRC over every frame sent against one
+ * over every frame received), and the transmit ring published as its policy says: once per frame (eager), once per
+ * kick (lazy), or in between (adaptive). Eager and lazy go through a back-end that sleeps on kicks; adaptive through
+ * one that polls. On a split ring that one never asks for a kick again (EVENT_IDX: its avail_event stays behind), so
+ * the adaptive interval grows from the second kick on and the ring publishes less often than once per frame. A packed
+ * ring's polling device leaves its event suppression enabled today (every batch is kicked, the interval stays at its
+ * minimum), so there adaptive is only bounded by the other two.
  */
 class NetDriverPublicationTest {
     private static final int BATCHES = 24;
@@ -50,7 +54,8 @@ class NetDriverPublicationTest {
     @CsvSource({"SPLIT, EAGER", "SPLIT, LAZY", "SPLIT, ADAPTIVE", "PACKED, EAGER", "PACKED, LAZY", "PACKED, ADAPTIVE"})
     void everyFrameComesBackAndTheTransmitRingPublishesAsConfigured(RingFormat format, AvailPublication publication)
             throws Exception {
-        NetDevice device = new NetDevice(new NetDevice.Options(1, NetMode.LOOPBACK, NotificationMode.NOTIFY, 0, 64,
+        NotificationMode mode = publication == AvailPublication.ADAPTIVE ? NotificationMode.POLL : NotificationMode.NOTIFY;
+        NetDevice device = new NetDevice(new NetDevice.Options(1, NetMode.LOOPBACK, mode, 0, 64,
                 new int[0], new byte[] {0x52, 0x54, 0x00, 0x12, 0x34, 0x56}, 1500));
         InProcessBackend.Connected c = InProcessBackend.start(device, "driver-publication");
         CRC32 sentCrc = new CRC32();
@@ -89,8 +94,10 @@ class NetDriverPublicationTest {
             switch (publication) {
                 case EAGER -> assertEquals(sent, tx.availIdxWrites, "one publication per frame");
                 case LAZY -> assertEquals(BATCHES, tx.availIdxWrites, "one publication per kick");
-                case ADAPTIVE -> assertTrue(tx.availIdxWrites >= BATCHES && tx.availIdxWrites <= sent,
-                        "between once per kick and once per frame: " + tx.availIdxWrites);
+                case ADAPTIVE -> assertTrue(tx.availIdxWrites >= BATCHES
+                                && (format == RingFormat.SPLIT ? tx.availIdxWrites < sent : tx.availIdxWrites <= sent),
+                        "at least once per kick, less than once per frame: " + tx.availIdxWrites + " for " + sent
+                                + " frames, kicks " + tx.kicksSent + " sent, " + tx.kicksSuppressed + " suppressed");
             }
         } finally {
             c.backend().awaitEnd();
