@@ -1,6 +1,8 @@
 package io.virtio4j.cli;
 
 import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.policy.AvailPublication;
+import io.virtio4j.core.stats.QueueCounters;
 import io.virtio4j.devices.net.NetFeatures;
 import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
@@ -61,8 +63,16 @@ public final class DriveCommand {
         long packets;
         @Option(names = "--duration", paramLabel = "S", description = "send for S seconds when --packets is not given (default ${DEFAULT-VALUE})")
         double duration = 5;
-        @Option(names = "--drain", paramLabel = "S", description = "echo: keep receiving S seconds after the last frame (default ${DEFAULT-VALUE})")
+        @Option(names = "--warmup", paramLabel = "S", description = "with --duration: send S seconds more first, outside "
+                + "the measuring window (counted in TX-packets, not in TX-pps) (default ${DEFAULT-VALUE})")
+        double warmup;
+        @Option(names = "--drain", paramLabel = "S", description = "after the last frame, wait up to S seconds: echo for "
+                + "the echoes, txonly until the back-end has used every frame sent (default ${DEFAULT-VALUE})")
         double drain = 1;
+        @Option(names = "--avail-publish", paramLabel = "eager|lazy|adaptive", description = "when the rings publish added "
+                + "buffers to the back-end: per buffer, once per kick, adaptively (default eager)",
+                converter = Converters.PublicationConverter.class)
+        AvailPublication availPublish = AvailPublication.EAGER;
         @Option(names = "--connect-timeout", paramLabel = "S", description = "wait this long for the socket (default ${DEFAULT-VALUE})")
         int connectTimeout = 30;
 
@@ -94,8 +104,12 @@ public final class DriveCommand {
             if (packets < 0 || packets > Integer.MAX_VALUE) {
                 throw new ParameterException(spec.commandLine(), "--packets: " + packets + " is not in [1, " + Integer.MAX_VALUE + "]");
             }
+            if (!(warmup >= 0 && warmup <= 3600) || (warmup > 0 && packets > 0)) {
+                throw new ParameterException(spec.commandLine(), "--warmup: " + warmup + " is not in [0, 3600] seconds"
+                        + (packets > 0 ? " or is given with --packets (a warm-up is for --duration)" : ""));
+            }
             NetDriver.Config config = NetDriver.Config.defaults().withFormat(ring).withInOrder(inOrder)
-                    .withQueueSize(queueSize).withRxBufferSize(2048);
+                    .withQueueSize(queueSize).withRxBufferSize(2048).withPublication(availPublish);
             seen = echo && packets > 0 ? new BitSet((int) packets) : null;
             VhostUserFrontend fe = VhostUserFrontend.connect(socket, Duration.ofSeconds(connectTimeout));
             try (NetDriver g = NetDriver.start(fe, config); Arena arena = Arena.ofConfined()) {
@@ -106,18 +120,36 @@ public final class DriveCommand {
                 if (echo) {
                     g.postRx(0);
                 }
+                // txonly: nobody checks the contents, so only the sequence number changes from frame to frame (a
+                // per-byte pattern per frame would add a cost of its own to every frame measured)
+                fill(frame, 0);
+                long cpu0 = processCpuNanos();
                 long t0 = System.nanoTime();
-                long end = packets > 0 ? Long.MAX_VALUE : t0 + (long) (duration * 1e9);
+                long windowStart = t0 + (long) (warmup * 1e9);
+                long end = packets > 0 ? Long.MAX_VALUE : windowStart + (long) (duration * 1e9);
                 long sent = 0;
                 long sentBytes = 0;
-                while (packets > 0 ? sent < packets : System.nanoTime() < end) {
+                long sentBeforeWindow = 0;
+                boolean warming = warmup > 0;
+                long now = t0;
+                while (packets > 0 ? sent < packets : (now = System.nanoTime()) < end) {
+                    if (warming && now >= windowStart) {
+                        warming = false;
+                        t0 = now;
+                        cpu0 = processCpuNanos();
+                        sentBeforeWindow = sent;
+                    }
                     g.reapTx(0);
                     int n = 0;
                     // echo: never more frames on their way than half the receive ring can take back, or a back-end
                     // that finds no receive buffer drops the echo and the count can never be exact
                     while (g.txFree(0) > 0 && (packets == 0 || sent < packets) && n < 64
                             && (!echo || sent - received < queueSize / 2)) {
-                        fill(frame, sent);
+                        if (echo) {
+                            fill(frame, sent);
+                        } else {
+                            frame.set(LE_LONG, SEQ_OFFSET, sent);
+                        }
                         g.send(0, frame, 0, frameSize);
                         sent++;
                         sentBytes += frameSize;
@@ -132,6 +164,7 @@ public final class DriveCommand {
                     }
                 }
                 long t1 = System.nanoTime();
+                long cpu1 = processCpuNanos();
                 if (echo) {
                     long drainEnd = System.nanoTime() + (long) (drain * 1e9);
                     while (System.nanoTime() < drainEnd && (seen == null || received < packets)) {
@@ -141,15 +174,48 @@ public final class DriveCommand {
                         }
                     }
                 }
+                drainTx(g);
                 double window = (t1 - t0) / 1e9;
+                // the transmit ring's own counters (plain fields of this thread, which drove it): how often the
+                // publication policy stored the index and how often the back-end had to be woken
+                QueueCounters tx = g.queue(NetDriver.txRing(0)).counters();
+                int txInFlight = g.txInFlight(0);
+                long inWindow = sent - sentBeforeWindow;
                 System.out.printf(Locale.ROOT, "RESULT role=virtio4j-driver mode=%s frame=%d ring=%s in_order=%d queue_size=%d "
-                                + "window_s=%.2f TX-packets=%d TX-bytes=%d RX-packets=%d RX-bytes=%d RX-corrupt=%d "
-                                + "RX-duplicate=%d TX-pps=%.0f features=0x%x%n",
-                        mode, frameSize, ring.name().toLowerCase(Locale.ROOT), inOrder ? 1 : 0, queueSize, window, sent,
-                        sentBytes, received, receivedBytes, corrupt, duplicate, sent / window, config.features());
+                                + "avail_publish=%s window_s=%.2f TX-packets=%d TX-bytes=%d win-TX-packets=%d TX-in-flight=%d "
+                                + "TX-kicks=%d TX-kicks-suppressed=%d TX-publications=%d RX-packets=%d RX-bytes=%d "
+                                + "RX-corrupt=%d RX-duplicate=%d TX-pps=%.0f cpu=%.2f features=0x%x%n",
+                        mode, frameSize, ring.name().toLowerCase(Locale.ROOT), inOrder ? 1 : 0, queueSize,
+                        availPublish.name().toLowerCase(Locale.ROOT), window, sent, sentBytes, inWindow, txInFlight,
+                        tx.kicksSent, tx.kicksSuppressed, tx.availIdxWrites, received, receivedBytes, corrupt, duplicate,
+                        inWindow / window, (cpu1 - cpu0) / 1e9 / window, config.features());
                 System.out.flush();
-                return corrupt == 0 && duplicate == 0 ? 0 : 1;
+                return corrupt == 0 && duplicate == 0 && txInFlight == 0 ? 0 : 1;
             }
+        }
+
+        /**
+         * Reaps until the back-end has used every frame sent, for at most {@code --drain} seconds, so that its
+         * receive count can equal ours when the connection closes (a frame still in the ring then is neither received
+         * nor lost, and no count could be exact). Every frame was published and kicked for by the send loop's last
+         * {@code kickTx}; a back-end that sleeps was woken by it.
+         */
+        private void drainTx(NetDriver g) throws InterruptedException {
+            long drainEnd = System.nanoTime() + (long) (drain * 1e9);
+            while (g.txInFlight(0) > 0 && System.nanoTime() < drainEnd) {
+                if (g.reapTx(0) == 0) {
+                    g.awaitTx(0, 1_000_000);
+                }
+            }
+        }
+
+        /**
+         * CPU time of this whole process so far (every thread, the JIT's and the collector's included), or 0 where
+         * the platform does not say: {@code cpu=} in the RESULT line is the CPUs' worth of time the process got in
+         * the sending window, ~1.00 when it had its CPU to itself.
+         */
+        private static long processCpuNanos() {
+            return ProcessHandle.current().info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
         }
 
         /** Sequence number {@code seq} after the Ethernet header, then a pattern that follows from it. */

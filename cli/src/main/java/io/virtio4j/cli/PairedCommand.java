@@ -2,6 +2,7 @@ package io.virtio4j.cli;
 
 import io.virtio4j.bench.PairedRatio;
 import io.virtio4j.bench.Summary;
+import io.virtio4j.bench.Verdict;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -27,7 +28,8 @@ import java.util.concurrent.Callable;
                 "Prints one line: SUMMARY figure=NAME pairs=N A_median= A_min= A_max= B_median= B_min= B_max= "
                         + "ratio_B_over_A= ci95_low= ci95_high= half_width_pct= paired_ratio_median= "
                         + "paired_ratio_min= paired_ratio_max= (n/a where no ratio or interval exists: a value <= 0, "
-                        + "or one pair)."})
+                        + "or one pair). With --expects, a claim to judge: verdict= at the end, from the experiments' "
+                        + "set (reproduced, opposite, refuted, inconclusive; not_measured without an interval)."})
 public final class PairedCommand implements Callable<Integer> {
 
     @Option(names = "--a", split = ",", required = true, paramLabel = "V", description = "side A's values, in pair order")
@@ -36,6 +38,12 @@ public final class PairedCommand implements Callable<Integer> {
     double[] b;
     @Option(names = "--figure", paramLabel = "NAME", description = "the figure's name in the output (default ${DEFAULT-VALUE})")
     String figure = "figure";
+    @Option(names = "--expects", paramLabel = "increase|decrease", description = "the claim's direction for B/A: adds "
+            + "verdict= as experiments judges a row")
+    String expects;
+    @Option(names = "--claimed", paramLabel = "RATIO", description = "with --expects: the claimed B/A (an interval that "
+            + "holds 1 but not this is refuted); without it, only the direction is judged")
+    Double claimed;
 
     @Spec
     CommandSpec spec;
@@ -51,6 +59,17 @@ public final class PairedCommand implements Callable<Integer> {
         if (figure.isBlank() || figure.chars().anyMatch(Character::isWhitespace)) {
             throw new ParameterException(spec.commandLine(), "--figure must be one word, got '" + figure + "'");
         }
+        boolean increase = switch (expects == null ? "" : expects) {
+            case "increase", "" -> true;
+            case "decrease" -> false;
+            default -> throw new ParameterException(spec.commandLine(), "--expects: " + expects
+                    + " is not increase or decrease");
+        };
+        if (claimed != null && (expects == null || !(claimed > 0) || Double.isInfinite(claimed)
+                || (claimed > 1) != increase)) {
+            throw new ParameterException(spec.commandLine(), "--claimed: " + claimed + (expects == null
+                    ? " needs --expects" : " is not a positive ratio on the " + expects + " side of 1"));
+        }
         Summary sa = Summary.of(a);
         Summary sb = Summary.of(b);
         PairedRatio r = PairedRatio.of(a, b);
@@ -65,7 +84,9 @@ public final class PairedCommand implements Callable<Integer> {
                 + " ratio_B_over_A=" + ratio(r.geoMean()) + " ci95_low=" + ratio(r.ciLow())
                 + " ci95_high=" + ratio(r.ciHigh()) + " half_width_pct=" + pct(halfWidthPct)
                 + " paired_ratio_median=" + ratio(r.median()) + " paired_ratio_min=" + ratio(sorted[0])
-                + " paired_ratio_max=" + ratio(sorted[sorted.length - 1]));
+                + " paired_ratio_max=" + ratio(sorted[sorted.length - 1])
+                + (expects == null ? "" : " verdict=" + Verdict.of(r, increase, claimed == null ? Double.NaN : claimed)
+                        .text().replace(' ', '_')));
         out.flush();
         return 0;
     }

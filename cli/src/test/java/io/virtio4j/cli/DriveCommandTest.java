@@ -23,7 +23,9 @@ class DriveCommandTest {
             "--mode|rxonly|--mode: rxonly is not txonly or echo",
             "--queue-size|250|--queue-size: 250 is not a valid split queue size",
             "--packets|-1|--packets: -1 is not in [1, 2147483647]",
-            "--ring|twisted|Invalid value for option '--ring': 'twisted' is not split | packed"})
+            "--ring|twisted|Invalid value for option '--ring': 'twisted' is not split | packed",
+            "--avail-publish|sometimes|Invalid value for option '--avail-publish': 'sometimes' is not one of eager | lazy | adaptive",
+            "--warmup|-1|--warmup: -1.0 is not in [0, 3600] seconds"})
     void aBadValueIsReportedByItsFlagBeforeAnythingConnects(String flag, String value, String message) {
         // the socket does not exist: a check that came after connecting would report that instead
         String[] r = execute("drive", "net", "--socket", "/nonexistent/vhost.sock", flag, value);

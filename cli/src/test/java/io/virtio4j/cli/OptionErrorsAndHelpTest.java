@@ -42,6 +42,7 @@ class OptionErrorsAndHelpTest {
         SHARED_FLAGS.put("--inflight", List.of("bench", "drive blk"));
         SHARED_FLAGS.put("--barriers", List.of("bench", "serve net"));
         SHARED_FLAGS.put("--cached-avail", List.of("bench", "serve net"));
+        SHARED_FLAGS.put("--avail-publish", List.of("bench", "drive net"));
         SHARED_FLAGS.put("--notify", List.of("bench", "serve net", "serve blk"));
         SHARED_FLAGS.put("--hybrid-spin-ns", List.of("bench", "serve net", "serve blk"));
         SHARED_FLAGS.put("--cpu", List.of("serve net", "serve blk"));

@@ -74,6 +74,39 @@ class PairedCommandTest {
         assertEquals("figure", s.get("figure"));
     }
 
+    /**
+     * The verdict is experiments' ({@code Verdict}): pairs all 1.1 apart give an interval of no width at 1.1, on the
+     * claimed side of 1 for an increase, the other side for a decrease; the two pairs 1 and 1.21 apart give an
+     * interval holding 1, which excludes a claimed 3 (refuted) and holds a claimed 1.2 (inconclusive).
+     */
+    @Test
+    void aClaimIsJudgedWithTheExperimentsVerdicts() {
+        assertEquals("reproduced", summary("paired", "--a", "100,400", "--b", "110,440", "--expects", "increase",
+                "--claimed", "1.67").get("verdict"));
+        assertEquals("opposite", summary("paired", "--a", "100,400", "--b", "110,440", "--expects", "decrease")
+                .get("verdict"));
+        assertEquals("refuted", summary("paired", "--a", "1000000,2000000", "--b", "1000000,2420000", "--expects",
+                "increase", "--claimed", "1000").get("verdict"));
+        assertEquals("inconclusive", summary("paired", "--a", "1000000,2000000", "--b", "1000000,2420000", "--expects",
+                "increase", "--claimed", "1.2").get("verdict"));
+        assertEquals("not_measured", summary("paired", "--a", "0,5", "--b", "3,5", "--expects", "increase")
+                .get("verdict"));
+        assertEquals(null, summary("paired", "--a", "1,2", "--b", "1,2").get("verdict"), "no claim, no verdict");
+    }
+
+    @Test
+    void aClaimWithoutADirectionOrOnTheWrongSideIsRefusedByItsFlag() {
+        String[] r = execute("paired", "--a", "1,2", "--b", "1,2", "--claimed", "1.5");
+        assertEquals("2", r[0], r[1]);
+        assertTrue(r[1].startsWith("--claimed: 1.5 needs --expects"), r[1]);
+        r = execute("paired", "--a", "1,2", "--b", "1,2", "--expects", "decrease", "--claimed", "1.5");
+        assertEquals("2", r[0], r[1]);
+        assertTrue(r[1].startsWith("--claimed: 1.5 is not a positive ratio on the decrease side of 1"), r[1]);
+        r = execute("paired", "--a", "1,2", "--b", "1,2", "--expects", "up");
+        assertEquals("2", r[0], r[1]);
+        assertTrue(r[1].startsWith("--expects: up is not increase or decrease"), r[1]);
+    }
+
     @Test
     void figuresComeBackWithAllTheirDigits() {
         Map<String, String> s = summary("paired", "--a", "1088352,0.1", "--b", "14.25,656797");

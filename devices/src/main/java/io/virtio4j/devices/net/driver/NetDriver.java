@@ -4,6 +4,7 @@ import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.layout.RingFormat;
+import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.devices.net.NetFeatures;
 import io.virtio4j.os.EventFd;
@@ -71,13 +72,16 @@ public final class NetDriver implements AutoCloseable {
      * @param userBase      front-end virtual address of the start of guest memory (what SET_VRING_ADDR holds)
      * @param format        split or packed rings (VIRTIO_F_RING_PACKED)
      * @param inOrder       VIRTIO_F_IN_ORDER
+     * @param publication   when every ring's driver queue publishes what it added ({@code avail.idx}, or a packed
+     *                      ring's first-descriptor flags): per buffer, once per kick, or adaptively
      */
     public record Config(int pairs, int queueSize, int rxBufferSize, boolean mergeable, boolean eventIdx,
                          boolean indirect, int txSegments, boolean replyAck, boolean enableRings, boolean eventFds,
-                         long guestPhysBase, long userBase, RingFormat format, boolean inOrder) {
+                         long guestPhysBase, long userBase, RingFormat format, boolean inOrder,
+                         AvailPublication publication) {
         public Config {
-            if (format == null) {
-                throw new IllegalArgumentException("a ring format is required");
+            if (format == null || publication == null) {
+                throw new IllegalArgumentException("a ring format and a publication policy are required");
             }
             if (pairs < 1 || pairs > 0x8000 || !format.isValidQueueSize(queueSize)
                     || rxBufferSize < NetFeatures.HDR_LEN + 14 || (txSegments != 1 && txSegments != 2)) {
@@ -93,73 +97,79 @@ public final class NetDriver implements AutoCloseable {
 
         /**
          * One pair of 256-entry rings, 2048-byte merged receive buffers, EVENT_IDX, indirect descriptors, one
-         * transmit descriptor, REPLY_ACK, rings enabled, eventfds; guest memory at guest-physical 0 and user
-         * address 0x7000_0000_0000 (different on purpose).
+         * transmit descriptor, REPLY_ACK, rings enabled, eventfds, eager publication; guest memory at guest-physical
+         * 0 and user address 0x7000_0000_0000 (different on purpose).
          */
         public static Config defaults() {
             return new Config(1, 256, 2048, true, true, true, 1, true, true, true, 0, 0x7000_0000_0000L, RingFormat.SPLIT,
-                    false);
+                    false, AvailPublication.EAGER);
         }
 
         public Config withPairs(int v) {
             return new Config(v, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder, publication);
         }
 
         public Config withRxBufferSize(int v) {
             return new Config(pairs, queueSize, v, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder, publication);
         }
 
         public Config withMergeable(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, v, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder, publication);
         }
 
         public Config withEventIdx(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, v, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder, publication);
         }
 
         public Config withIndirect(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, v, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder, publication);
         }
 
         public Config withTxSegments(int v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, v, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder, publication);
         }
 
         public Config withEnableRings(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    v, eventFds, guestPhysBase, userBase, format, inOrder);
+                    v, eventFds, guestPhysBase, userBase, format, inOrder, publication);
         }
 
         public Config withEventFds(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, v, guestPhysBase, userBase, format, inOrder);
+                    enableRings, v, guestPhysBase, userBase, format, inOrder, publication);
         }
 
         public Config withBases(long guestPhys, long user) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhys, user, format, inOrder);
+                    enableRings, eventFds, guestPhys, user, format, inOrder, publication);
         }
 
         /** Split or packed rings; a packed ring's size need not be a power of two. */
         public Config withFormat(RingFormat v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase, v, inOrder);
+                    enableRings, eventFds, guestPhysBase, userBase, v, inOrder, publication);
         }
 
         public Config withInOrder(boolean v) {
             return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase, format, v);
+                    enableRings, eventFds, guestPhysBase, userBase, format, v, publication);
+        }
+
+        /** When the rings publish added buffers to the device (see {@link AvailPublication}). */
+        public Config withPublication(AvailPublication v) {
+            return new Config(pairs, queueSize, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder, v);
         }
 
         public Config withQueueSize(int v) {
             return new Config(pairs, v, rxBufferSize, mergeable, eventIdx, indirect, txSegments, replyAck,
-                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder);
+                    enableRings, eventFds, guestPhysBase, userBase, format, inOrder, publication);
         }
 
         /** Virtio feature bits the driver acks (the front-end adds bit 30, VHOST_USER_F_PROTOCOL_FEATURES). */
@@ -309,7 +319,8 @@ public final class NetDriver implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             boolean rx = i % 2 == 0;
             // transmit rings only: receive chains are one buffer
-            added.add(session.addRing(config.format(), qs, rx ? 0 : indirectElements, DriverOptions.defaults(),
+            added.add(session.addRing(config.format(), qs, rx ? 0 : indirectElements,
+                    DriverOptions.defaults().withPublication(config.publication()),
                     config.eventFds()));
         }
         for (DriverRing r : added) {
