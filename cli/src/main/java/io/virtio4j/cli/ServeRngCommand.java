@@ -58,8 +58,7 @@ final class ServeRngCommand implements Callable<Integer> {
             from = source != null ? RngSource.file(source) : seed != null ? RngSource.seed(seed) : RngSource.os();
             device = new RngDevice(from, notification, cpus, hybridSpinNanos);
         } catch (InvalidRngOptionException e) {
-            String flag = "hybridSpinNanos".equals(e.option()) ? "--hybrid-spin-ns" : "--" + e.option(); // source, seed
-            throw new ParameterException(spec.commandLine(), flag + ": " + e.getMessage());
+            throw Converters.refused(spec, e, o -> "hybridSpinNanos".equals(o) ? "--hybrid-spin-ns" : "--" + o); // source
         }
         String what = source != null ? "file " + source : seed != null ? "SplitMix64 seed " + seed : "getrandom";
         Runnable shutdown = () -> {
