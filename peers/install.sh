@@ -161,13 +161,24 @@ do_kernel() {
 
 # initramfs INIT OUT: base tree + INIT as /init, newc cpio (uncompressed: the kernel unpacks it fastest).
 do_initramfs() {
-  local init=$1 out=$2 kdir stage
+  local init=$1 out=$2 kdir stage lock
   [ -f "$init" ] || peers_die "no init script $init"
-  kdir="$PEERS_CACHE/kernel/current"
-  kernel_tree_current "$kdir" || kdir=$(do_kernel)
   stage=$(mktemp -d /tmp/v4j-initramfs.XXXXXX)
   peers_on_exit_rm "$stage"
+  # The check and the copy under do_kernel's lock, shared: a re-unpack (exclusive) cannot move the tree aside and
+  # delete it between them or under the copy. Released before do_kernel runs (it takes the lock exclusively, from
+  # a subshell of ours: holding ours would deadlock it) and taken again for the copy.
+  mkdir -p "$PEERS_CACHE/kernel"
+  exec {lock}>>"$PEERS_CACHE/kernel/.lock"
+  flock -s "$lock"
+  kdir="$PEERS_CACHE/kernel/current"
+  if ! kernel_tree_current "$kdir"; then
+    flock -u "$lock"
+    kdir=$(do_kernel)
+    flock -s "$lock"
+  fi
   cp -a "$kdir/base/." "$stage/"
+  exec {lock}>&-
   install -m 0755 "$init" "$stage/init"
   (cd "$stage" && find . -mindepth 1 | LC_ALL=C sort | /bin/busybox cpio -o -H newc 2>/dev/null) >"$out.tmp"
   mv "$out.tmp" "$out"

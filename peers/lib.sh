@@ -145,7 +145,8 @@ peers_busy_wait() {
 
 # Seconds (float) since the epoch, for timing.
 peers_now() { date +%s.%N; }
-peers_elapsed() { awk -v a="$1" -v b="$(peers_now)" 'BEGIN { printf "%.2f", b - a }'; }
+# seconds from peers_now time $1 to $2 (default: now)
+peers_elapsed() { awk -v a="$1" -v b="${2:-$(peers_now)}" 'BEGIN { printf "%.2f", b - a }'; }
 
 # ----------------------------------------------------------------------------------------- hugepages
 peers_hugepages_free() { awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo; }
@@ -420,6 +421,38 @@ peers_qemu() {
     -kernel "$PEERS_KDIR/vmlinuz" -initrd "$initrd"
     -append "console=ttyS0 ipv6.disable=1 panic=-1 mitigations=off${*:+ $*}"
     -nodefaults -no-user-config -display none -monitor none -serial "file:$console" -no-reboot)
+}
+
+# The end of every guest run. peers_guest_finish QPID TIMEOUT CONSOLE QEMU_LOG DONE: waits up to TIMEOUT seconds for
+# the guest to power off (QEMU, our child QPID, exits), stops the back-end, shows QEMU's log when it exited non-zero,
+# and exits 1 unless the console says the guest passed: no "V4J: FAIL" line and a line matching ERE DONE. Sets
+# PEERS_QEMU_STATUS (QEMU's exit status), PEERS_QEMU_GONE_AT (peers_now when it was gone: the caller's timings stop
+# there, not after the back-end's stop) and PEERS_BACKEND_RESULT (peers_backend_stop's RESULT line, maybe empty).
+PEERS_QEMU_STATUS=
+PEERS_QEMU_GONE_AT=
+PEERS_BACKEND_RESULT=
+peers_guest_finish() {
+  local qpid=$1 timeout=$2 console=$3 qlog=$4 done=$5
+  if ! peers_wait_gone "$qpid" "$timeout"; then
+    peers_log "guest did not power off within ${timeout}s; console tail:"
+    tail -n 30 "$console" >&2
+    peers_stop_group "$qpid" 3 TERM
+    peers_backend_stop >/dev/null || true
+    exit 1
+  fi
+  PEERS_QEMU_STATUS=0
+  wait "$qpid" || PEERS_QEMU_STATUS=$?
+  PEERS_QEMU_GONE_AT=$(peers_now)
+  PEERS_BACKEND_RESULT=$(peers_backend_stop)
+  if [ "$PEERS_QEMU_STATUS" != 0 ]; then
+    cat "$qlog" >&2
+    peers_log "qemu exited with status $PEERS_QEMU_STATUS"
+  fi
+  if grep -q '^V4J: FAIL' "$console" || ! grep -qE -- "$done" "$console"; then
+    peers_log "guest failed; console tail:"
+    tail -n 40 "$console" >&2
+    exit 1
+  fi
 }
 
 # Wait up to $3 seconds for a line matching ERE $1 in file $2 while process $4 lives; 1 on time-out, 2 when it died.

@@ -239,25 +239,10 @@ if [ "$kills" -gt 0 ]; then
   kill -0 "$qpid" 2>/dev/null || qemu_alive=FAIL
   printf 'V4J-STOP\n' | dd of="$img" bs=512 count=1 conv=sync,notrunc oflag=direct status=none
 fi
-if ! peers_wait_gone "$qpid" "$timeout"; then
-  peers_log "guest did not power off within ${timeout}s; console tail:"
-  tail -n 30 "$console" >&2
-  exit 1
-fi
-qrc=0
-wait "$qpid" || qrc=$?
-peers_backend_stop >/dev/null
-if [ "$qrc" != 0 ]; then
-  cat "$work/qemu.log" >&2
-  peers_log "qemu exited with status $qrc"
-fi
+peers_guest_finish "$qpid" "$timeout" "$console" "$work/qemu.log" '^V4J: done'
+qrc=$PEERS_QEMU_STATUS
 
 # ------------------------------------------------------------------------------------- the result
-if grep -q '^V4J: FAIL' "$console" || ! grep -q '^V4J: done' "$console"; then
-  peers_log "guest failed; console tail:"
-  tail -n 40 "$console" >&2
-  exit 1
-fi
 if [ "$kills" -gt 0 ]; then
   disk=$(grep '^V4J-DISK' "$console" | tail -n 1 | tr -d '\r')
   gsize=$(peers_field size "$disk")

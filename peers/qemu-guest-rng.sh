@@ -101,23 +101,9 @@ qemu=("${PEERS_QEMU[@]}" -chardev "socket,id=c1,path=$sock" -device "$device")
 PEERS_LOG=$work/qemu.log peers_spawn "${qemu[@]}"
 qpid=$PEERS_LAST_PID
 peers_log "qemu pid $qpid: ${qemu[*]}"
-if ! peers_wait_gone "$qpid" "$timeout"; then
-  peers_log "guest did not power off within ${timeout}s; console tail:"
-  tail -n 30 "$console" >&2
-  exit 1
-fi
-qrc=0
-wait "$qpid" || qrc=$?
-result=$(peers_backend_stop)
-if [ "$qrc" != 0 ]; then
-  cat "$work/qemu.log" >&2
-  peers_log "qemu exited with status $qrc"
-fi
-if grep -q '^V4J: FAIL' "$console" || ! grep -q '^V4J: done' "$console"; then
-  peers_log "guest failed; console tail:"
-  tail -n 40 "$console" >&2
-  exit 1
-fi
+peers_guest_finish "$qpid" "$timeout" "$console" "$work/qemu.log" '^V4J: done'
+qrc=$PEERS_QEMU_STATUS
+result=$PEERS_BACKEND_RESULT
 
 # ------------------------------------------------------------------------------------- the result
 # Each read's 64-byte pieces in order, found in the file: "offset" per piece (-1: not found), offsets of the hex

@@ -9,10 +9,10 @@ import io.virtio4j.devices.net.NetStats;
 import io.virtio4j.devices.net.TapPolling;
 import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.os.TunTap;
-import io.virtio4j.testkit.Commands;
-import io.virtio4j.testkit.net.TapNamespace;
-import io.virtio4j.testkit.net.UdpFrames;
-import io.virtio4j.testkit.net.UdpTool;
+import io.virtio4j.os.netlab.Commands;
+import io.virtio4j.os.netlab.TapNamespace;
+import io.virtio4j.os.netlab.UdpFrames;
+import io.virtio4j.os.netlab.UdpTool;
 import io.virtio4j.vhost.backend.InProcessBackend;
 
 import java.io.BufferedReader;

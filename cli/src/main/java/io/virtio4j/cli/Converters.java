@@ -4,10 +4,14 @@ import io.virtio4j.bench.TrafficPattern;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.ordering.Ordering;
+import io.virtio4j.devices.InvalidDeviceOptionException;
 import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.TypeConversionException;
 
 import java.util.Locale;
+import java.util.function.UnaryOperator;
 
 /** Case-insensitive option converters for the ring policies. */
 final class Converters {
@@ -126,6 +130,17 @@ final class Converters {
             case "tap" -> throw new TypeConversionException("--mode tap needs a tap name: tap:NAME");
             default -> throw new TypeConversionException("'" + v + "' is not one of rxonly | macswap | loopback | tap:NAME");
         };
+    }
+
+    /**
+     * {@code e} in a command's flags: "--iodepth=0: must be in [1, 4096]" for the library's "depth=0: ...", the form
+     * the endpoint's errors take too ("--fd=7: ..."); {@code flag} names the flag that sets a library option.
+     */
+    static ParameterException refused(CommandSpec spec, InvalidDeviceOptionException e, UnaryOperator<String> flag) {
+        String m = e.getMessage();
+        String f = flag.apply(e.option());
+        return new ParameterException(spec.commandLine(),
+                m.startsWith(e.option() + "=") ? f + m.substring(e.option().length()) : f + ": " + m);
     }
 
     /** The flag of {@code serve net} that sets a {@link io.virtio4j.devices.net.NetDevice.Options} option. */

@@ -121,14 +121,8 @@ final class ServeBlkCommand implements Callable<Integer> {
         return 0;
     }
 
-    /**
-     * {@code e} in this command's flags: "--iodepth=0: must be in [1, 4096]" for the library's "depth=0: ...", the
-     * form the endpoint's errors take too ("--fd=7: ...").
-     */
     private ParameterException refused(InvalidBlkOptionException e) {
-        String m = e.getMessage();
-        return new ParameterException(spec.commandLine(),
-                m.startsWith(e.option() + "=") ? flag(e.option()) + m.substring(e.option().length()) : flag(e.option()) + ": " + m);
+        return Converters.refused(spec, e, ServeBlkCommand::flag);
     }
 
     /** The flag that sets a {@link BlkDevice.Options} or {@link BlockStore} option. */

@@ -27,15 +27,19 @@ final class ServeRngCommand implements Callable<Integer> {
     CommandSpec spec;
     @Mixin
     Serving.Endpoint endpoint;
-    @Option(names = "--source", paramLabel = "FILE", description = "serve the bytes of FILE, from its start, over and over "
-            + "(default: the kernel's random bytes, getrandom)")
+    @Option(names = "--source", paramLabel = "FILE", description = "serve the bytes of FILE, a regular file (not a device "
+            + "such as /dev/urandom), from its start, over and over (default: the kernel's random bytes, getrandom)")
     Path source;
     @Option(names = "--seed", paramLabel = "N", description = "serve the SplitMix64 stream from state N: each 64-bit output "
             + "as 8 bytes, little-endian (a test source anyone can reproduce)")
     Long seed;
+    @Option(names = "--cpu", split = ",", paramLabel = "CPU", description = "pin the queue thread to this CPU (the first given)")
+    int[] cpus = new int[0];
     @Option(names = "--notify", paramLabel = "MODE", description = "poll | notify | hybrid: how the queue thread waits (default notify)",
             converter = Converters.ModeConverter.class)
     NotificationMode notification = NotificationMode.NOTIFY;
+    @Option(names = "--hybrid-spin-ns", description = "hybrid: spin this long before sleeping (default ${DEFAULT-VALUE})")
+    long hybridSpinNanos = RngDevice.DEFAULT_HYBRID_SPIN_NANOS;
     @Option(names = "--stats-period", paramLabel = "S", description = "print statistics every S seconds (0: only at exit)")
     int statsPeriod = 0;
 
@@ -49,12 +53,13 @@ final class ServeRngCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--source=" + source + ", --seed=" + seed + ": give at most one");
         }
         RngSource from;
+        RngDevice device;
         try {
             from = source != null ? RngSource.file(source) : seed != null ? RngSource.seed(seed) : RngSource.os();
+            device = new RngDevice(from, notification, cpus, hybridSpinNanos);
         } catch (InvalidRngOptionException e) {
-            throw new ParameterException(spec.commandLine(), "--" + e.option() + ": " + e.getMessage());
+            throw Converters.refused(spec, e, o -> "hybridSpinNanos".equals(o) ? "--hybrid-spin-ns" : "--" + o); // source
         }
-        RngDevice device = new RngDevice(from, notification);
         String what = source != null ? "file " + source : seed != null ? "SplitMix64 seed " + seed : "getrandom";
         Runnable shutdown = () -> {
             device.close();

@@ -315,11 +315,16 @@ class ServeConventionsTest {
         assertFirstLine("--source=/etc/hostname, --seed=3: give at most one", "rng",
                 List.of("--socket-path", "/nonexistent/x.sock", "--source", "/etc/hostname", "--seed", "3"));
         Path missing = dir.resolve("missing");
-        assertFirstLine("--source: source=" + missing + ": no such file", "rng",
+        assertFirstLine("--source=" + missing + ": no such file", "rng",
                 List.of("--socket-path", "/nonexistent/x.sock", "--source", missing.toString()));
         Path empty = Files.createFile(dir.resolve("empty"));
-        assertFirstLine("--source: source=" + empty + ": has 0 bytes, not 1 to 268435456", "rng",
+        assertFirstLine("--source=" + empty + ": has 0 bytes, not 1 to 268435456", "rng",
                 List.of("--socket-path", "/nonexistent/x.sock", "--source", empty.toString()));
+        assertFirstLine("--source=/dev/urandom: not a regular file (a device such as /dev/urandom is refused: without a"
+                + " source the kernel's random bytes are served)", "rng",
+                List.of("--socket-path", "/nonexistent/x.sock", "--source", "/dev/urandom"));
+        assertFirstLine("--hybrid-spin-ns=-1: must be >= 0", "rng",
+                List.of("--socket-path", "/nonexistent/x.sock", "--seed", "1", "--hybrid-spin-ns", "-1"));
     }
 
     private static void assertFirstLine(String expected, String device, List<String> args) {

@@ -1,13 +1,9 @@
 package io.virtio4j.examples;
 
 import io.virtio4j.core.device.DescriptorChain;
-import io.virtio4j.core.device.DeviceQueue;
-import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.devices.worker.ChainWorker;
 import io.virtio4j.devices.worker.DeviceRunners;
-import io.virtio4j.devices.worker.KickSwitch;
-import io.virtio4j.devices.worker.QueueWorker;
-import io.virtio4j.os.Epoll;
 import io.virtio4j.vhost.backend.QueueContext;
 import io.virtio4j.vhost.backend.VirtioDevice;
 
@@ -27,8 +23,11 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 // README:device
 /** One queue: each request's readable bytes come back upper-cased in its writable part, as many as fit. */
 public final class UpperCaseDevice implements VirtioDevice {
-    private final DeviceRunners<Worker, Long> runners = new DeviceRunners<>("upper-case-", 1, new int[0], 0,
-            slot -> new Worker(), w -> w.answered, () -> 0L, (a, b) -> b == null ? a : a + b);
+    // The queue's thread (a QueueRunner: epoll on the kick eventfd, idle policy) runs a ChainWorker: the kick switch,
+    // a disabled or broken ring, passes of at most 64 buffers published together. The device says what one gets.
+    private final DeviceRunners<ChainWorker, ChainWorker.Stats> runners = new DeviceRunners<>("upper-case-", 1,
+            new int[0], 0, slot -> new ChainWorker("upper-case", 64, new UpperCase()), ChainWorker::stats,
+            ChainWorker.Stats::zero, ChainWorker.Stats::plus);
 
     @Override public long features() { // the ring features core implements for every device, nothing of its own
         return bit(VERSION_1) | bit(RING_PACKED) | bit(EVENT_IDX) | bit(INDIRECT_DESC);
@@ -41,45 +40,21 @@ public final class UpperCaseDevice implements VirtioDevice {
     @Override public void retire(Runnable unmap) { runners.retire(unmap); } // once no queue thread can touch it
 
     /** Requests answered over the device's life. */
-    public long answered() { return runners.totals(); }
+    public long answered() { return runners.totals().buffers(); }
 
-    /** The work of the queue's thread (a QueueRunner: epoll on the kick eventfd, pinning, idle policy). */
-    private static final class Worker implements QueueWorker {
-        private final KickSwitch kick = new KickSwitch();
+    /** What one request gets, on the queue's thread; pop checked every descriptor of the chain (the driver's). */
+    private static final class UpperCase implements ChainWorker.Handler {
         private MemorySegment staging;
-        private QueueContext queue;
-        private volatile long answered; // written by the queue thread, read by the control thread
 
-        @Override public void onStart(Arena arena, Epoll epoll) { staging = arena.allocate(4096); }
-        @Override public void onAttach(QueueContext q) { queue = q; kick.reset(); }
-        @Override public void onDetach(QueueContext q) { queue = null; kick.reset(); } // every pass published
+        @Override public void onStart(Arena arena) { staging = arena.allocate(4096); }
 
-        @Override public int doWork() {
-            if (queue == null || !queue.enabled()) {
-                return 0;
+        @Override public long serve(DescriptorChain c) {
+            long len = c.gather(0, staging, 0, Math.min(c.writableBytes(), staging.byteSize()));
+            for (long i = 0; i < len; i++) {
+                staging.set(JAVA_BYTE, i, (byte) Character.toUpperCase(staging.get(JAVA_BYTE, i)));
             }
-            DeviceQueue q = queue.queue();
-            int n = 0;
-            try {
-                for (DescriptorChain c; n < 64 && (c = q.pop()) != null; n++) { // pop checked every descriptor
-                    long len = c.gather(0, staging, 0, Math.min(c.writableBytes(), staging.byteSize()));
-                    for (long i = 0; i < len; i++) {
-                        staging.set(JAVA_BYTE, i, (byte) Character.toUpperCase(staging.get(JAVA_BYTE, i)));
-                    }
-                    q.pushUsed(c.head(), c.scatter(0, staging, 0, len));
-                }
-                if (n > 0) {
-                    q.flushUsed(); // one publication and at most one interrupt for the whole pass
-                }
-            } catch (VirtqueueException e) {
-                // the driver broke a ring rule: the queue is broken now, and the runner reports it to the front-end
-            }
-            answered += n;
-            return n;
+            return c.scatter(0, staging, 0, len); // the bytes written: the used length
         }
-
-        @Override public boolean prepareSleep() { return queue == null || !queue.enabled() || kick.arm(queue); }
-        @Override public void onWake(int events) { kick.disarm(queue); }
     }
 }
 // README:end

@@ -1,6 +1,6 @@
 package io.virtio4j.os;
 
-import io.virtio4j.testkit.Commands;
+import io.virtio4j.os.netlab.Commands;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

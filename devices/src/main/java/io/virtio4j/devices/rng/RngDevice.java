@@ -27,13 +27,34 @@ public final class RngDevice implements VirtioDevice, AutoCloseable {
     private final NotificationMode notification;
     private final DeviceRunners<ChainWorker, ChainWorker.Stats> runners;
 
-    /** Serves {@code source}'s bytes; the queue thread waits as {@code notification} says. */
+    /**
+     * How long a HYBRID queue thread spins for the next buffer before it sleeps on the kick (blk's default: a driver
+     * that posts its next buffer at once is served without a kick).
+     */
+    public static final long DEFAULT_HYBRID_SPIN_NANOS = 50_000;
+
+    /** Serves {@code source}'s bytes; the queue thread, not pinned, waits as {@code notification} says. */
     public RngDevice(RngSource source, NotificationMode notification) {
+        this(source, notification, new int[0], DEFAULT_HYBRID_SPIN_NANOS);
+    }
+
+    /**
+     * Serves {@code source}'s bytes.
+     *
+     * @param notification    how the queue thread waits
+     * @param cpus            CPUs to pin the queue's thread to (the first; empty: not pinned)
+     * @param hybridSpinNanos HYBRID: how long the thread spins before it sleeps (at least 0)
+     * @throws InvalidRngOptionException naming {@code hybridSpinNanos} when it is negative
+     */
+    public RngDevice(RngSource source, NotificationMode notification, int[] cpus, long hybridSpinNanos) {
+        if (hybridSpinNanos < 0) {
+            throw new InvalidRngOptionException("hybridSpinNanos", hybridSpinNanos, "must be >= 0");
+        }
         this.source = source;
         this.notification = notification;
-        // One thread, not pinned, spinning 50 us before it sleeps when asked for HYBRID (blk's default); 64 buffers a
-        // pass: Linux keeps one posted, and a driver that posts a whole ring is still served in bounded passes.
-        this.runners = new DeviceRunners<>("virtio4j-rng-q", 1, new int[0], 50_000,
+        // One thread; 64 buffers a pass: Linux keeps one posted, and a driver that posts a whole ring is still served
+        // in bounded passes.
+        this.runners = new DeviceRunners<>("virtio4j-rng-q", 1, cpus == null ? new int[0] : cpus, hybridSpinNanos,
                 q -> new ChainWorker("rng requestq", 64, new Requests()), ChainWorker::stats, ChainWorker.Stats::zero,
                 ChainWorker.Stats::plus);
     }

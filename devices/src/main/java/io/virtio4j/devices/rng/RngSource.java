@@ -26,9 +26,17 @@ public sealed interface RngSource {
         return new Os(new GetRandom());
     }
 
-    /** The bytes of {@code file}, from its start, over and over. */
+    /**
+     * The bytes of {@code file}, a regular file of 1 to {@link #MAX_FILE_BYTES} bytes, from its start, over and over.
+     * A device (/dev/urandom, /dev/hwrng) is refused: it has no size to read once, and {@link #os} is the kernel's
+     * random bytes already.
+     */
     static RngSource file(Path file) {
         try {
+            if (Files.exists(file) && !Files.isRegularFile(file)) {
+                throw new InvalidRngOptionException("source", file, "not a regular file (a device such as /dev/urandom is"
+                        + " refused: without a source the kernel's random bytes are served)");
+            }
             long size = Files.size(file);
             if (size == 0 || size > MAX_FILE_BYTES) {
                 throw new InvalidRngOptionException("source", file, "has " + size + " bytes, not 1 to " + MAX_FILE_BYTES);

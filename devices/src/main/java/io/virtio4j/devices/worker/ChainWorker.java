@@ -4,6 +4,7 @@ import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.error.VirtqueueException;
+import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.vhost.backend.QueueContext;
 
@@ -14,7 +15,8 @@ import java.util.logging.Logger;
  * The worker of a queue whose buffers are answered at once, one by one (virtio-rng's requestq; any device without
  * I/O in flight): each buffer popped goes to the device's {@link Handler}, comes back used with the length the
  * handler wrote, and a pass publishes its buffers together. What every such device would otherwise write again:
- * the kick switch, a disabled ring, the pass's weight, a broken ring, statistics. Nothing allocated per buffer.
+ * the kick switch, a disabled ring, the pass's weight, a broken ring, the dirty log (migration: every byte the handler
+ * wrote marked before the buffer goes back), statistics. Nothing allocated per buffer.
  */
 public final class ChainWorker implements QueueWorker {
     private static final Logger LOG = Logger.getLogger(ChainWorker.class.getName());
@@ -98,6 +100,8 @@ public final class ChainWorker implements QueueWorker {
             return 0;
         }
         DeviceQueue dq = q.queue();
+        // Held for the ring's life (logging switched on or off restarts the ring): null when not migrating.
+        DirtyLog log = q.dirtyLog();
         int n = 0;
         long written = 0;
         try {
@@ -105,8 +109,14 @@ public final class ChainWorker implements QueueWorker {
                 long len;
                 try {
                     len = handler.serve(c);
+                    if (log != null) {
+                        // the bytes are in guest memory now and the buffer is not yet used: a migration that
+                        // copies the page after reading the log sees them (a log too small to hold the page throws
+                        // DirtyLogOverflowException, a RingViolationException: the queue breaks, as on rx and blk)
+                        c.markWritten(log, q.memory(), len);
+                    }
                 } catch (RingViolationException e) {
-                    dq.fail(e); // the device's rule broke the ring, as one the queue checks itself would
+                    dq.fail(e); // the device's rule (or the log's size) broke the ring, as one the queue checks would
                     throw e;
                 }
                 dq.pushUsed(c.head(), len);

@@ -1,7 +1,7 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.devices.net.driver.NetDriver;
-import io.virtio4j.testkit.net.TapNamespace;
+import io.virtio4j.os.netlab.TapNamespace;
 
 import java.util.stream.Stream;
 

@@ -2,10 +2,10 @@ package io.virtio4j.devices.net;
 
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.driver.NetDriver;
-import io.virtio4j.testkit.Commands;
-import io.virtio4j.testkit.net.TapNamespace;
-import io.virtio4j.testkit.net.UdpFrames;
-import io.virtio4j.testkit.net.UdpTool;
+import io.virtio4j.os.netlab.Commands;
+import io.virtio4j.os.netlab.TapNamespace;
+import io.virtio4j.os.netlab.UdpFrames;
+import io.virtio4j.os.netlab.UdpTool;
 import io.virtio4j.vhost.backend.InProcessBackend;
 
 import java.io.BufferedReader;

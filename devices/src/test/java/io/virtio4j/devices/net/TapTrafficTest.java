@@ -1,9 +1,9 @@
 package io.virtio4j.devices.net;
 
 import io.virtio4j.devices.net.driver.NetDriver;
-import io.virtio4j.testkit.net.TapNamespace;
-import io.virtio4j.testkit.net.UdpFrames;
-import io.virtio4j.testkit.net.UdpTool;
+import io.virtio4j.os.netlab.TapNamespace;
+import io.virtio4j.os.netlab.UdpFrames;
+import io.virtio4j.os.netlab.UdpTool;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -4,7 +4,7 @@ import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.driver.NetDriver;
 import io.virtio4j.os.DatagramPair;
 import io.virtio4j.os.Errno;
-import io.virtio4j.testkit.net.UdpFrames;
+import io.virtio4j.os.netlab.UdpFrames;
 import io.virtio4j.vhost.backend.InProcessBackend;
 
 import java.lang.foreign.Arena;

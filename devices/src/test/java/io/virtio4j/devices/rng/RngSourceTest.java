@@ -14,6 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The sources' streams: the seeded one is SplitMix64's published sequence, taken in any cut; a file is cycled. */
 class RngSourceTest {
@@ -82,5 +83,41 @@ class RngSourceTest {
         RngSource os = RngSource.os();
         // 2^-256 odds that two 32-byte draws agree: a repeat means the bytes are not the kernel's
         assertNotEquals(java.util.Arrays.toString(take(os, 32, 32)), java.util.Arrays.toString(take(os, 32, 32)));
+    }
+
+    /**
+     * One request of a MiB (and an odd tail), far over the 256 bytes getrandom(2) always gives whole: every 4 KiB block
+     * of it is the kernel's, none still holds the pattern written first (a short fill not asked for again keeps it),
+     * and the byte after it is untouched.
+     */
+    @Test
+    void theKernelsBytesFillTheWholeRequest() {
+        int len = (1 << 20) + 123;
+        byte pattern = (byte) 0xA5;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment dst = a.allocate(len + 1);
+            dst.fill(pattern);
+            RngSource.os().fill(dst, len);
+            assertEquals(pattern, dst.get(ValueLayout.JAVA_BYTE, len), "the byte after the request");
+            for (long block = 0; block < len; block += 4096) {
+                long end = Math.min(len, block + 4096);
+                long kept = 0;
+                for (long i = block; i < end; i++) {
+                    kept += dst.get(ValueLayout.JAVA_BYTE, i) == pattern ? 1 : 0;
+                }
+                // random bytes equal the pattern one time in 256: a block of them all is a block not filled
+                assertNotEquals(end - block, kept, "block at " + block + " still holds the pattern");
+            }
+        }
+    }
+
+    @Test
+    void aDeviceOrOtherNonRegularFileIsRefusedSayingARegularFileIsNeeded() throws Exception {
+        for (Path p : new Path[]{Path.of("/dev/urandom"), dir}) {
+            InvalidRngOptionException e = assertThrows(InvalidRngOptionException.class, () -> RngSource.file(p));
+            assertEquals("source", e.option());
+            assertEquals(p, e.value());
+            assertTrue(e.getMessage().contains("not a regular file"), e.getMessage());
+        }
     }
 }

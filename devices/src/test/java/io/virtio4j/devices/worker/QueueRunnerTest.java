@@ -339,7 +339,7 @@ class QueueRunnerTest {
 
     /** The QueueBroken events {@code runner} reported, each "queue exceptionType". */
     private static List<String> brokenBy(List<RecordedEvent> events, String runner) {
-        return FlightRecording.named(events, "QueueBroken").stream().filter(e -> runner.equals(e.getString("reporter")))
+        return FlightRecording.named(events, "QueueBroken").stream().filter(e -> runner.equals(e.getString("runner")))
                 .map(e -> e.getInt("queue") + " " + e.getString("exceptionType")).toList();
     }
 

@@ -101,7 +101,8 @@ final class VringTable implements AutoCloseable {
 
     /** After {@link #features} switched VHOST_F_LOG_ALL alone: restarts the started rings (see {@link #restartStarted}). */
     void switchLogging(String request) throws VhostUserProtocolException {
-        DirtyLoggingSwitched.emit(logAll(), log != null);
+        // a stale log (its memory table replaced) is not one rings may log in: not mapped for them
+        DirtyLoggingSwitched.emit(logAll(), log != null && !logStale);
         restartStarted(request);
     }
 
@@ -579,7 +580,9 @@ final class VringTable implements AutoCloseable {
                     LOG.info("ring " + v.index + ": " + resubmitted + " buffers in flight before resubmitted from the inflight area");
                 }
             }
-            start = state;
+            // Where the queue stands, not the base the front-end sent: over an inflight area the restart resumes
+            // past what it resubmits (a split ring at its used index plus those), whatever the base said.
+            start = queue.state();
         } catch (InvalidInflightRegionException e) {
             // the field names the region's, e.g. inflight.desc[7].next: the front-end handed back an area no back-end wrote
             throw new VhostUserProtocolException(request, "vring[" + v.index + "]." + e.field(), e.value(), e.getMessage());
@@ -769,11 +772,11 @@ final class VringTable implements AutoCloseable {
                     }
                     GuestMemoryFaultException broken = new GuestMemoryFaultException(v.index, "the control thread stopping it", e);
                     queue.fail(broken);
-                    QueueBroken.emit(v.index, Thread.currentThread().getName(), broken);
+                    QueueBroken.emit(v.index, null, broken); // no runner: the control thread stopping the ring found it
                 } catch (DirtyLogOverflowException e) {
                     // the publication is made, its marks could not be: the queue broke itself, the ring stops anyway
                     LOG.warning("ring " + v.index + " broken stopping it: " + e.getMessage());
-                    QueueBroken.emit(v.index, Thread.currentThread().getName(), e);
+                    QueueBroken.emit(v.index, null, e);
                 }
             }
             QueueState state = queue.state();

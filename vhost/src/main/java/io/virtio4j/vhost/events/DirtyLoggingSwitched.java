@@ -19,7 +19,8 @@ public final class DirtyLoggingSwitched extends Event {
     boolean on;
 
     @Label("Log Mapped")
-    @Description("A log (SET_LOG_BASE) is mapped: without one rings with the log flag wait for it")
+    @Description("A log (SET_LOG_BASE) the rings may log in is mapped: without one (none given, or a stale one the"
+            + " front-end dropped when it stopped every ring) rings with the log flag wait for a new one")
     boolean logMapped;
 
     /** Control thread, before the started rings restart logging (or no longer). */

@@ -9,9 +9,13 @@ import jdk.jfr.StackTrace;
 
 /**
  * A queue is broken and no longer served: the driver wrote something no driver may (a ring violation), its memory
- * faulted, or the thread serving it died or stopped answering. Emitted once per queue, where the front-end is told
- * (its error eventfd signalled), by whichever thread tells it: the queue's thread after the pass that found the
- * break, or the control thread (a worker that stopped answering, a fault while stopping the ring).
+ * faulted, or the thread serving it died or stopped answering. Emitted where the break is reported, once for each
+ * report, never per buffer: by a queue runner when it signals the front-end's error eventfd (the queue's thread after
+ * the pass that found the break, or the control thread for a worker that died or stopped answering); a queue is
+ * reported once per attach, so a ring started again on a runner that cannot serve it is reported again. Or by the
+ * control thread stopping the ring (GET_VRING_BASE), when its last publication broke it (a memory fault, a dirty log
+ * too small): the front-end is taking the ring back then, and its error eventfd is not signalled. The thread that
+ * emitted it is the event's own (JFR's event thread).
  */
 @Name("io.virtio4j.QueueBroken")
 @Label("Queue Broken")
@@ -22,9 +26,10 @@ public final class QueueBroken extends Event {
     @Label("Queue")
     int queue;
 
-    @Label("Reported By")
-    @Description("The queue thread that found it, or the control thread")
-    String reporter;
+    @Label("Runner")
+    @Description("The queue runner serving the queue (its name, also its thread's), or null: the control thread found"
+            + " the break stopping the ring")
+    String runner;
 
     @Label("Exception")
     @Description("The exception's class")
@@ -33,12 +38,12 @@ public final class QueueBroken extends Event {
     @Label("Message")
     String message;
 
-    /** Where a break is reported to the front-end: once per queue, never per buffer. */
-    public static void emit(int queue, String reporter, Throwable why) {
+    /** Where a break is reported (see the class comment); {@code runner} null when no runner reports it. */
+    public static void emit(int queue, String runner, Throwable why) {
         QueueBroken e = new QueueBroken();
         if (e.shouldCommit()) {
             e.queue = queue;
-            e.reporter = reporter;
+            e.runner = runner;
             e.exceptionType = why == null ? null : why.getClass().getName();
             e.message = why == null ? null : why.getMessage();
             e.commit();

@@ -4,6 +4,7 @@ import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.memory.DirtyLog;
 import io.virtio4j.os.FileDescriptor;
 import io.virtio4j.os.Memfd;
+import io.virtio4j.testkit.FlightRecording;
 import io.virtio4j.testkit.NoFdLeaks;
 import io.virtio4j.vhost.protocol.LogDescription;
 import io.virtio4j.vhost.protocol.MemoryRegionDescription;
@@ -18,10 +19,14 @@ import io.virtio4j.vhost.protocol.VringFd;
 import io.virtio4j.vhost.protocol.VringState;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import jdk.jfr.consumer.RecordedEvent;
+
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -337,6 +342,29 @@ class DirtyLogSessionTest {
             assertEquals(List.of("start 0", "stop 0", "start 0"), device.calls, "started on the new log");
             assertEquals(8192 * 8, device.started.getLast().dirtyLog().pages());
         }
+    }
+
+    /**
+     * DirtyLoggingSwitched says whether rings have a log to mark: yes when LOG_ALL goes on over a fresh log, no when
+     * it goes off after every ring stopped while logging (the front-end dropped that log), though it is still mapped.
+     */
+    @Test
+    void aLogSwitchOverAStaleLogSaysNoLogIsMapped(@TempDir Path dir) throws Exception {
+        Device device = new Device(true);
+        List<RecordedEvent> events;
+        try (FlightRecording recording = FlightRecording.start();
+             VhostUserSession s = negotiated(device)) {
+            s.handle(logBase(4096, 0, Memfd.create("log", 4096)));
+            startRing(s, VringAddress.F_LOG, USED_GPA);
+            s.handle(message(Request.SET_FEATURES, new U64(SPLIT | LOG_ALL).encode())); // on, over the fresh log
+            s.handle(message(Request.GET_VRING_BASE, new VringState(0, 0).encode())); // every ring stopped: stale
+            s.handle(message(Request.SET_FEATURES, new U64(SPLIT).encode())); // off, over the stale log
+            events = recording.stop(dir.resolve("switch.jfr"));
+        }
+        List<RecordedEvent> switched = FlightRecording.named(events.stream()
+                .filter(FlightRecording.on(Thread.currentThread().getName())).toList(), "DirtyLoggingSwitched");
+        assertEquals(List.of("on=true mapped=true", "on=false mapped=false"), switched.stream()
+                .map(e -> "on=" + e.getBoolean("on") + " mapped=" + e.getBoolean("logMapped")).toList());
     }
 
     /** Without LOG_ALL a stop and start needs no new log: the ring starts at its kick as ever. */

@@ -155,6 +155,13 @@ class BlkInflightReconnectTest {
         assertEquals(1, resubmitted.size(), resubmitted::toString);
         assertEquals(0, resubmitted.get(0).getInt("queue"));
         assertEquals(DyingInflightBlkDevice.TAKEN - 2, resubmitted.get(0).getInt("count"));
+        // Ring 0 started where the queue stands after its recovery, past the four it resubmitted, not at the base
+        // the front-end sent (the used index, 2: what the dead back-end returned).
+        List<RecordedEvent> started = FlightRecording.named(events, "RingStarted").stream()
+                .filter(FlightRecording.on(path + " #2")).filter(e -> e.getInt("queue") == 0).toList();
+        assertEquals(1, started.size(), started::toString);
+        assertEquals(DyingInflightBlkDevice.TAKEN, started.get(0).getInt("nextAvail"), started.get(0)::toString);
+        assertEquals(2, started.get(0).getInt("nextUsed"), started.get(0)::toString);
     }
 
     /** Each request writes its own 4 KiB, apart from the others. */

@@ -225,7 +225,7 @@ class BlkSessionEventsTest {
         assertEquals(1, broken.size(), () -> "one break, reported once: " + named(all, "QueueBroken"));
         assertEquals(1, broken.get(0).getInt("queue"));
         assertEquals(AddressOutOfRangeException.class.getName(), broken.get(0).getString("exceptionType"));
-        assertTrue(broken.get(0).getString("reporter").startsWith("virtio4j-blk-q"), broken.get(0)::toString);
+        assertTrue(broken.get(0).getString("runner").startsWith("virtio4j-blk-q"), broken.get(0)::toString);
 
         List<RecordedEvent> reconnects = named(all, "Reconnected").stream()
                 .filter(e -> socket.equals(e.getString("socket"))).toList();

@@ -1,7 +1,7 @@
 package io.virtio4j.devices.blk.io;
 
 import io.virtio4j.devices.blk.InvalidBlkOptionException;
-import io.virtio4j.testkit.Commands;
+import io.virtio4j.os.netlab.Commands;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;

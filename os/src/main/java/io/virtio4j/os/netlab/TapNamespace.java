@@ -1,6 +1,5 @@
-package io.virtio4j.testkit.net;
+package io.virtio4j.os.netlab;
 
-import io.virtio4j.testkit.Commands;
 
 import java.io.IOException;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package io.virtio4j.testkit;
+package io.virtio4j.os.netlab;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

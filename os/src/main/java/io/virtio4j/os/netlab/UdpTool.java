@@ -1,4 +1,4 @@
-package io.virtio4j.testkit.net;
+package io.virtio4j.os.netlab;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
