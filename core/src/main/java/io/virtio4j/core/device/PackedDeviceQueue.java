@@ -461,8 +461,9 @@ public final class PackedDeviceQueue implements DeviceQueue {
         counters.availIdxReads++;
         // rmb: in WEAK mode the acquire load orders the descriptor fields read next (addr, len, id, the following
         // slots of a list) after the flags, so we see what the driver wrote before publishing them; STRONG adds a
-        // full fence at this barrier point.
-        if (strong) {
+        // full fence at this barrier point, only when the flags show the slot available: otherwise no field of it
+        // is read (the caller stops), and a busy-polling device would pay a full fence on every empty poll.
+        if (strong && PackedLayout.isAvailable(flags, availWrap)) {
             VarHandle.fullFence();
             counters.strongFences++;
         }
@@ -479,6 +480,13 @@ public final class PackedDeviceQueue implements DeviceQueue {
             knownFlags[i] = PackedDescriptors.flagsPlainLoad(ring, slot + i);
         }
         counters.availIdxReads++;
+        // Decided on the loaded values alone, before the fence: a line that is not four available singles costs
+        // no fence (the single-slot path reads the slot again with its own barrier).
+        for (int i = 0; i < BATCH; i++) {
+            if (!isSingleAvailable(knownFlags[i])) {
+                return false;
+            }
+        }
         // rmb: the fence orders the four flag loads above before every load of the four descriptors' fields below,
         // as DPDK's batched dequeue does. An acquire load of one slot alone would not do for every driver: an eager
         // driver releases each head in ring order (the line's last covers the rest), but a lazy one stores later
@@ -491,11 +499,6 @@ public final class PackedDeviceQueue implements DeviceQueue {
             counters.strongFences++;
         } else {
             VarHandle.acquireFence();
-        }
-        for (int i = 0; i < BATCH; i++) {
-            if (!isSingleAvailable(knownFlags[i])) {
-                return false;
-            }
         }
         knownNext = 0;
         knownCount = BATCH;

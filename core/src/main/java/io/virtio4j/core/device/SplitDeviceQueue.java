@@ -374,8 +374,11 @@ public final class SplitDeviceQueue implements DeviceQueue {
         int idx = avail.idxAcquire();
         counters.availIdxReads++;
         // rmb: in WEAK mode the acquire load orders the ring entries and descriptors read next after the
-        // index; STRONG adds a full fence at this barrier point.
-        if (strong) {
+        // index; STRONG adds a full fence at this barrier point, and only when the index shows entries to read
+        // (as vhost's vhost_get_avail_idx takes smp_rmb only when avail_idx moved): with nothing pending no ring
+        // entry or descriptor is read after it, so there is nothing to order, and a busy-polling device would
+        // otherwise pay a full fence on every empty poll.
+        if (strong && idx != lastAvail) {
             VarHandle.fullFence();
             counters.strongFences++;
         }

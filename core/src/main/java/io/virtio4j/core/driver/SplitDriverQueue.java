@@ -461,8 +461,10 @@ public final class SplitDriverQueue implements DriverQueue {
         int idx = used.idxAcquire();
         counters.usedIdxReads++;
         // rmb: in WEAK mode the acquire load above orders the used elements (and the payload the device wrote)
-        // after the index; STRONG adds a full fence, as a driver does towards a hardware device.
-        if (strong) {
+        // after the index; STRONG adds a full fence, as a driver does towards a hardware device, and only when
+        // the index moved past what we took back: with nothing new no used element or payload is read after
+        // it (Linux's virtqueue_get_buf takes virtio_rmb only once more_used() said yes).
+        if (strong && idx != lastUsed) {
             VarHandle.fullFence();
             counters.strongFences++;
         }

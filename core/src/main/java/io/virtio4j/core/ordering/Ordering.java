@@ -13,8 +13,11 @@ package io.virtio4j.core.ordering;
  *       observation an acquire load; no fence instruction is needed on x86, and arm64 uses {@code stlr}/{@code
  *       ldar}. The analogue of the kernel's {@code virt_wmb}/{@code virt_rmb}.</li>
  *   <li>{@link #STRONG}: additionally {@code VarHandle.fullFence()} before each publication and after each
- *       observation (each one counted in {@link io.virtio4j.core.stats.QueueCounters#strongFences}); selected
- *       automatically when VIRTIO_F_ORDER_PLATFORM is negotiated.</li>
+ *       observation that found something new to read (each one counted in
+ *       {@link io.virtio4j.core.stats.QueueCounters#strongFences}); an observation that finds the ring as it was
+ *       reads nothing after it, so it needs no fence and takes none (Linux's {@code vhost_get_avail_idx} and
+ *       {@code virtqueue_get_buf} take their read barrier only then too), and a busy-polling peer pays nothing per
+ *       empty poll; selected automatically when VIRTIO_F_ORDER_PLATFORM is negotiated.</li>
  * </ul>
  *
  * <p>What STRONG guarantees, and what it does not. A Linux driver facing a hardware device uses the mandatory
