@@ -534,9 +534,11 @@ public final class PackedDeviceQueue implements DeviceQueue {
         boolean wrap = startWrap;
         boolean seenWritable = false;
         int n = 0;
+        long lenId; // the last descriptor's holds the buffer id
         while (true) {
             long addr = PackedDescriptors.addr(ring, slot);
-            long len = PackedDescriptors.len(ring, slot);
+            lenId = PackedDescriptors.lenId(ring, slot); // len and id in one checked access
+            long len = PackedDescriptors.lenOf(lenId);
             if ((flags & DESC_F_INDIRECT) != 0) {
                 if (!indirectDesc) {
                     throw breakWith(new IndirectNotNegotiatedException(field(false, slot, "flags"), flags,
@@ -579,7 +581,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
                         "the list continues into a slot that is not available (wrap counter " + (wrap ? 1 : 0) + ")"));
             }
         }
-        int id = PackedDescriptors.id(ring, slot);
+        int id = PackedDescriptors.idOf(lenId);
         if (id >= size) {
             throw breakWith(new InvalidDescriptorIndexException(field(false, slot, "id"), id,
                     "buffer id is not below the queue size " + size));

@@ -405,9 +405,11 @@ public final class SplitDeviceQueue implements DeviceQueue {
         int idx = head;
         int lastMain = head;
         while (true) {
-            int flags = Descriptors.flags(table, tableBase, idx);
+            // One load for len, flags and next: every field is used, and each access pays its own checks.
+            long word = Descriptors.lenFlagsNext(table, tableBase, idx);
+            int flags = Descriptors.flagsOf(word);
             long addr = Descriptors.addr(table, tableBase, idx);
-            long len = Descriptors.len(table, tableBase, idx);
+            long len = Descriptors.lenOf(word);
             visited++;
             if ((flags & DESC_F_INDIRECT) != 0) {
                 if (!indirectDesc) {
@@ -465,7 +467,7 @@ public final class SplitDeviceQueue implements DeviceQueue {
             if ((flags & DESC_F_NEXT) == 0) {
                 return lastMain;
             }
-            int nextIdx = Descriptors.next(table, tableBase, idx);
+            int nextIdx = Descriptors.nextOf(word);
             if (nextIdx >= tableSize) {
                 throw breakWith(new InvalidDescriptorIndexException(field(inIndirect, idx, "next"), nextIdx,
                         "next index is not below the table size " + tableSize));

@@ -31,6 +31,25 @@ public final class PackedDescriptors {
         return Integer.toUnsignedLong(ring.get(Le.U32, (long) DESC_SIZE * slot + DESC_LEN));
     }
 
+    /**
+     * The descriptor's len and id in one plain load: {@code len} in bits 0-31, {@code id} in 32-47 (take them apart
+     * with {@link #lenOf} and {@link #idOf}); bits 48-63 hold the flags as this plain load saw them, which a reader
+     * must not use (the flags that decide are the ones loaded with acquire). One checked access instead of two.
+     */
+    public static long lenId(MemorySegment ring, int slot) {
+        return ring.get(Le.U64, (long) DESC_SIZE * slot + DESC_LEN);
+    }
+
+    /** Length, unsigned 32-bit, out of a {@link #lenId} word. */
+    public static long lenOf(long lenId) {
+        return lenId & 0xFFFF_FFFFL;
+    }
+
+    /** Buffer id out of a {@link #lenId} word. */
+    public static int idOf(long lenId) {
+        return (int) (lenId >>> 32) & 0xFFFF;
+    }
+
     public static int id(MemorySegment ring, int slot) {
         return Short.toUnsignedInt(ring.get(Le.U16, (long) DESC_SIZE * slot + DESC_ID));
     }

@@ -64,7 +64,7 @@ final class BlkWorker implements QueueWorker {
     @Override
     public void onAttach(QueueContext q) {
         queue = q;
-        kick.reset();
+        kick.attached(q);
         // the test-only switch (see BlkDevice.DEBUG_SKIP_READ_DATA_LOG) is read here, off the hot path
         requests.attach(q.queue(), q.features(),
                 Boolean.getBoolean(BlkDevice.DEBUG_SKIP_READ_DATA_LOG) ? null : q.dirtyLog(), q.memory());

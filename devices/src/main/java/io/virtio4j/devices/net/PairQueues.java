@@ -24,25 +24,25 @@ final class PairQueues {
     /**
      * Takes {@code q}, just attached; returns whether it is the receive queue. The receive queue's delivery follows
      * the features that ring was started with (merged buffers or not): a front-end may renegotiate them while the
-     * rings are stopped, and the pair's runner outlives that. Its kicks are switched off: a net device looks for
-     * receive buffers when it has a frame, and asks for a kick only while a frame waits for them (with EVENT_IDX
-     * this leaves avail_event behind). A kick that came before the transmit ring started is not lost: the next
-     * pass looks at the ring anyway.
+     * rings are stopped, and the pair's runner outlives that. The kicks of both rings are switched off (with
+     * EVENT_IDX this leaves avail_event behind): a net device looks for receive buffers when it has a frame, and
+     * asks for a kick only while a frame waits for them; it looks at the transmit ring on every pass, and asks for
+     * its kicks only before it sleeps ({@link KickSwitch#arm}, which re-checks the ring), so a polling thread, which
+     * never sleeps, never has the driver kick: a started ring's flags ask for kicks, and a driver that sees them
+     * makes a system call (an eventfd write) per burst, which DPDK's virtio-user paid on every burst of 32 frames.
+     * A kick that came before the ring started is not lost: the next pass looks at the ring anyway.
      */
     boolean attach(QueueContext q) {
         if (q.index() % 2 == 0) { // 2p receives, 2p + 1 transmits
             rx = q;
-            if (!q.queue().isBroken()) {
-                q.queue().disableKicks();
-            }
             // the test-only switch (see NetDevice.DEBUG_SKIP_RX_DATA_LOG) is read here, off the hot path
             delivery = new RxDelivery(q.queue(), VirtioFeatures.has(q.features(), NetFeatures.MRG_RXBUF),
                     Boolean.getBoolean(NetDevice.DEBUG_SKIP_RX_DATA_LOG) ? null : q.dirtyLog(), q.memory());
-            rxKick.reset();
+            rxKick.attached(q);
             return true;
         }
         tx = q;
-        txKick.reset();
+        txKick.attached(q);
         return false;
     }
 

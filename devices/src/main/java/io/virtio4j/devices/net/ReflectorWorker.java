@@ -35,6 +35,14 @@ final class ReflectorWorker implements PairWork {
     private MemorySegment frame;
     /** Frames popped and touched before any is copied (see {@link #doWork}): where each one is. */
     private static final int BATCH = 16;
+    /**
+     * Frames after which a pass publishes what it pushed (used.idx, no notification decision: that stays once per
+     * pass). The driver can only reuse a buffer it sees used: publishing once per pass of up to {@code weight}
+     * frames (256 by default, a whole ring of DPDK's virtio-user) hands the ring back all at once, so the driver
+     * waits on a full ring while we drain it and we wait on an empty one while it refills; publishing every 32
+     * frames (DPDK's burst) lets both work at once. A publication is a release store (plain on x86), no fence.
+     */
+    private static final int PUBLISH_EVERY = 32;
     private final MemorySegment[] batchRegion = new MemorySegment[BATCH];
     private final long[] batchOffset = new long[BATCH];
     private final long[] batchLength = new long[BATCH];
@@ -108,6 +116,7 @@ final class ReflectorWorker implements PairWork {
         QueueContext r = queues.rx;
         boolean back = reflection != NetMode.Reflection.DROP && t.enabled() && r != null && r.enabled();
         int n = 0;
+        int unpublished = 0;
         try {
             while (n < weight) {
                 // Pop a batch of frames that sit in one readable descriptor each (header and frame together, what
@@ -142,11 +151,20 @@ final class ReflectorWorker implements PairWork {
                     batchRegion[i] = null;
                 }
                 n += k;
+                unpublished += k;
                 if (other != null) {
                     serve(q, r, back, other.head(), null, 0, other.readableBytes(), other);
                     n++;
+                    unpublished++;
                 } else if (k < BATCH) {
-                    break; // the ring is empty, or the weight is reached
+                    break; // the ring is empty, or the weight is reached: the flush below publishes
+                }
+                if (unpublished >= PUBLISH_EVERY) {
+                    q.publishUsed();
+                    if (back) {
+                        publish(r);
+                    }
+                    unpublished = 0;
                 }
             }
         } catch (VirtqueueException e) {
@@ -158,6 +176,18 @@ final class ReflectorWorker implements PairWork {
         }
         foldCounts();
         return n;
+    }
+
+    /** Publishes what was pushed on the receive queue {@code r}, unless it is broken (then nothing more is). */
+    private void publish(QueueContext r) {
+        if (r.queue().isBroken()) {
+            return;
+        }
+        try {
+            r.queue().publishUsed();
+        } catch (VirtqueueException e) { // a dirty log too small for the used ring: the queue broke on it
+            LOG.warning("queue pair " + pair + ": receive queue " + r.index() + " broken: " + e.getMessage());
+        }
     }
 
     /**

@@ -82,7 +82,7 @@ public final class ChainWorker implements QueueWorker {
     @Override
     public void onAttach(QueueContext q) {
         queue = q;
-        kick.reset();
+        kick.attached(q);
     }
 
     /** Nothing to finish: every buffer a pass took was pushed and published in it. */

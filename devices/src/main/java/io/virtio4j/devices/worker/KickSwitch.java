@@ -35,7 +35,21 @@ public final class KickSwitch {
         on = false;
     }
 
-    /** Forgets the request: the queue was attached afresh or detached. */
+    /**
+     * Takes a ring just attached: its kicks are switched off, and asked for only before the thread sleeps
+     * ({@link #arm}, which re-checks the ring). A started ring's flags ask for kicks, and a polling thread never
+     * sleeps, so it would never take that back: a driver without EVENT_IDX then makes a system call (an eventfd
+     * write) per burst, as DPDK's virtio-user did on every burst. A kick that came before the ring was attached is
+     * not lost: the next pass looks at the ring anyway.
+     */
+    public void attached(QueueContext q) {
+        on = false;
+        if (!q.queue().isBroken()) {
+            q.queue().disableKicks();
+        }
+    }
+
+    /** Forgets the request: the queue was detached. */
     public void reset() {
         on = false;
     }

@@ -267,16 +267,19 @@ class NetTrafficTest {
     /**
      * The notification mode is chosen per queue. A POLL queue keeps its pair's thread spinning, whichever queue it
      * is, so the device never asks the guest to kick its transmit queue: with EVENT_IDX, avail_event stays where
-     * it started and the guest kicks once at most (for its first buffer). With both NOTIFY the device asks for a
-     * kick every time it goes to sleep between the batches (18 kicks in a trial run).
+     * it started and the guest kicks once at most (for its first buffer); without it (DPDK's virtio-user), the
+     * transmit ring's NO_NOTIFY flag is set when the ring is attached, so the guest kicks at most for what it added
+     * before (a ring starts with kicks asked for: before the fix it kicked after every batch). With both NOTIFY the
+     * device asks for a kick every time it goes to sleep between the batches (18 kicks in a trial run).
      */
     @ParameterizedTest
-    @org.junit.jupiter.params.provider.CsvSource({"NOTIFY, POLL", "POLL, NOTIFY", "HYBRID, POLL"})
-    void aPollQueueKeepsThePairsThreadPolling(NotificationMode rx, NotificationMode tx) {
+    @org.junit.jupiter.params.provider.CsvSource({"NOTIFY, POLL, true", "POLL, NOTIFY, true", "HYBRID, POLL, true",
+            "NOTIFY, POLL, false", "POLL, POLL, false"})
+    void aPollQueueKeepsThePairsThreadPolling(NotificationMode rx, NotificationMode tx, boolean eventIdx) {
         NetDevice.Options options = new NetDevice.Options(1, NetMode.LOOPBACK, new NotificationMode[] {rx, tx}, 20_000,
                 64, new int[0], NetBackend.MAC, 1500);
         withBackend(options, backend -> {
-            try (NetDriver g = GuestTraffic.connect(backend.path(), NetDriver.Config.defaults())) {
+            try (NetDriver g = GuestTraffic.connect(backend.path(), NetDriver.Config.defaults().withEventIdx(eventIdx))) {
                 long bytes = echoAndCheck(g, 0, 2_000, 100, 0, false, new Random(8));
                 long kicks = g.queue(g.txRing(0)).counters().kicksSent;
                 assertStats(stopAndStats(backend, g, 0, 2_000), 2_000, bytes, 2_000, bytes);

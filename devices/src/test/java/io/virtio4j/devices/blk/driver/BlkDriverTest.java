@@ -116,6 +116,41 @@ class BlkDriverTest {
     }
 
     /**
+     * A polling queue never asks for kicks, with or without EVENT_IDX: a started ring's flags ask for them and a
+     * thread that never sleeps would never take that back, so a driver without EVENT_IDX made an eventfd write per
+     * request. 500 writes one at a time, each checked on the file: at most the one kick that may precede the
+     * attach.
+     */
+    @ParameterizedTest
+    @CsvSource({"SPLIT, false", "SPLIT, true", "PACKED, false", "PACKED, true"})
+    void aPollingQueueLeavesTheDriverNoReasonToKick(RingFormat format, boolean eventIdx) throws Exception {
+        Path f = file(DISK);
+        try (BlockStore store = BlockStore.open(f.toString(), false, 512)) {
+            BlkDevice polling = new BlkDevice(store, new BlkDevice.Options(1, BlockEngine.SYNC, 16, 64, new int[0], ID,
+                    NotificationMode.POLL, 20_000));
+            BlkDriver.Config config = BlkDriver.Config.defaults().withQueueSize(32).withFormat(format)
+                    .withEventIdx(eventIdx);
+            withDriver(polling, config, d -> {
+                SplittableRandom random = new SplittableRandom(eventIdx ? 1 : 2);
+                for (int i = 0; i < 500; i++) {
+                    int slot = d.acquire(0);
+                    MemorySegment data = d.data(0, slot);
+                    for (int b = 0; b < 512; b++) {
+                        data.set(ValueLayout.JAVA_BYTE, b, (byte) random.nextInt());
+                    }
+                    CRC32 crc = new CRC32();
+                    crc.update(data.asSlice(0, 512).asByteBuffer());
+                    d.write(0, slot, i, 512);
+                    assertEquals(0, status(d, 0, slot), "write " + i);
+                    assertEquals(crc.getValue(), fileCrc(f, i * 512L, 512), "sector " + i + " on the file");
+                }
+                long kicks = d.session().ring(0).queue().counters().kicksSent;
+                assertTrue(kicks <= 1, "the driver kicked the polling queue " + kicks + " times for 500 requests");
+            });
+        }
+    }
+
+    /**
      * Every slot written at once with random data and lengths, then read back into other slots: what was read
      * matches what was written (checksums), and the file holds it too. Without indirect descriptors the depth is
      * cut to what the 32-entry ring holds (3 descriptors a request).
