@@ -507,9 +507,10 @@ echo "V4J-DEVICE features=$(cat /sys/class/net/eth0/device/features) txqs=$(ls -
 EOF
 }
 
-# Wait, in the guest, until eth0's tx_packets stops changing: virtio-net counts a transmitted frame when the device
-# hands its buffer back (used ring), so the last frames the back-end consumed are in the counter after this.
-peers_guest_net_tx_settle() {
+# The end of a net guest's /init. First wait until eth0's tx_packets stops changing: virtio-net counts a transmitted
+# frame when the device hands its buffer back (used ring), so the last frames the back-end consumed are in the final
+# counters; then print them, say done and power off.
+peers_guest_net_end() {
   cat <<'EOF'
 prev=-1; i=0
 while :; do
@@ -517,6 +518,9 @@ while :; do
   [ "$cur" = "$prev" ] && [ $i -ge 3 ] && break
   prev=$cur; i=$((i + 1)); [ $i -le 100 ] || break; sleep 0.1
 done
+counters final
+say "done uptime=$(cut -d' ' -f1 /proc/uptime)"
+poweroff -f
 EOF
 }
 

@@ -126,12 +126,7 @@ EOF
     cat "$script"
     echo
   fi
-  peers_guest_net_tx_settle
-  cat <<'EOF'
-counters final
-say "done uptime=$(cut -d' ' -f1 /proc/uptime)"
-poweroff -f
-EOF
+  peers_guest_net_end
 } >"$work/init"
 "$PEERS_DIR/install.sh" initramfs "$work/init" "$work/initramfs.cpio"
 

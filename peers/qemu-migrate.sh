@@ -336,12 +336,7 @@ bad=$({ cmp -l /tmp/expect /tmp/stream.out 2>/dev/null || true; } | awk -v r=$((
 cmp -s /tmp/expect /tmp/stream.out && c=ok || c=FAIL
 echo "V4J-STREAM lines=$n bytes=$got/$want bad=$bad cmp=$c"
 EOF
-  peers_guest_net_tx_settle
-  cat <<'EOF'
-counters final
-say "done uptime=$(cut -d' ' -f1 /proc/uptime)"
-poweroff -f
-EOF
+  peers_guest_net_end
   } >"$work/init"
   "$PEERS_DIR/install.sh" initramfs "$work/init" "$work/initramfs.cpio"
 }
