@@ -350,17 +350,7 @@ class BlkDriverTest {
         try (BlockStore store = BlockStore.open(f.toString(), false, 512); BlkDevice device = device(store, 1)) {
             VhostUserBackendEndpoint endpoint = new VhostUserBackendEndpoint(
                     () -> new VhostUserSession(device, BackendOptions.defaults()));
-            Thread server = Thread.ofPlatform().daemon().start(() -> {
-                try {
-                    if (listening) {
-                        endpoint.connect(path);
-                    } else {
-                        endpoint.listen(path);
-                    }
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            Thread server = BackendThread.start(endpoint, path, listening);
             BlkDriver.Config config = BlkDriver.Config.defaults().withDepth(8).withMaxRequestBytes(4096);
             try (BlkDriver d = listening ? BlkDriver.listen(path, config, TIMEOUT) : BlkDriver.connect(path, config, TIMEOUT)) {
                 int slot = d.acquire(0);
@@ -419,13 +409,7 @@ class BlkDriverTest {
         Path path = dir.resolve("dying.sock");
         VhostUserBackendEndpoint endpoint = new VhostUserBackendEndpoint(
                 () -> new VhostUserSession(device, BackendOptions.defaults()));
-        Thread server = Thread.ofPlatform().daemon().start(() -> {
-            try {
-                endpoint.listen(path);
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        Thread server = BackendThread.start(endpoint, path, false);
         BlkDriver.Config config = BlkDriver.Config.defaults().withDepth(8).withMaxRequestBytes(4096);
         try (BlkDriver d = BlkDriver.connect(path, config, TIMEOUT)) {
             SplittableRandom random = new SplittableRandom(3);

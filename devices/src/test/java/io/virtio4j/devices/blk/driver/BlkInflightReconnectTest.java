@@ -74,13 +74,7 @@ class BlkInflightReconnectTest {
                 VirtioDevice device = connections.getAndIncrement() == 0 ? dying : blk;
                 return new VhostUserSession(device, BackendOptions.defaults());
             });
-            Thread server = Thread.ofPlatform().daemon().start(() -> {
-                try {
-                    endpoint.listen(path);
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            Thread server = BackendThread.start(endpoint, path, false);
             BlkDriver.Config config = BlkDriver.Config.defaults().withFormat(format).withQueueSize(64).withDepth(8)
                     .withMaxRequestBytes(BYTES);
             try (BlkDriver d = BlkDriver.connect(path, config, TIMEOUT)) {

@@ -83,13 +83,7 @@ class BlkSessionEventsTest {
                      "events", NotificationMode.NOTIFY, 20_000))) {
             VhostUserBackendEndpoint endpoint = new VhostUserBackendEndpoint(
                     () -> new VhostUserSession(blk, BackendOptions.defaults()));
-            Thread server = Thread.ofPlatform().daemon().start(() -> {
-                try {
-                    endpoint.listen(path);
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            Thread server = BackendThread.start(endpoint, path, false);
             BlkDriver.Config config = BlkDriver.Config.defaults().withQueues(2).withFormat(format).withDepth(8)
                     .withQueueSize(QUEUE_SIZE).withMaxRequestBytes(BYTES);
             try (BlkDriver d = BlkDriver.connect(path, config, TIMEOUT);
