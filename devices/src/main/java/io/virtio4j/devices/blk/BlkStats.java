@@ -147,11 +147,8 @@ public final class BlkStats {
      * {@code device}, {@code queue} and {@code direction="request"}.
      */
     static void collect(PrometheusText out, String device, BlkStats[] queues) {
-        family(out, device, queues, QueueMetrics.KICKS, QueueMetrics.KICKS_HELP, KICKS);
-        family(out, device, queues, QueueMetrics.GUEST_NOTIFICATIONS, QueueMetrics.GUEST_NOTIFICATIONS_HELP,
-                NOTIFICATIONS);
-        family(out, device, queues, QueueMetrics.GUEST_NOTIFICATIONS_SUPPRESSED,
-                QueueMetrics.GUEST_NOTIFICATIONS_SUPPRESSED_HELP, SUPPRESSED);
+        QueueMetrics.notificationFamilies(out, queues.length, q -> queues[q].kicks(), q -> queues[q].notifications(),
+                q -> queues[q].notificationsSuppressed(), q -> labels(device, q));
         family(out, device, queues, "virtio4j_inflight_submitted_total", "Operations handed to the queue's I/O engine "
                 + "(a write-through write is two: the write, then its flush).", SUBMITTED);
         family(out, device, queues, "virtio4j_inflight_completed_total", "Operations the queue's I/O engine finished.",

@@ -1,5 +1,8 @@
 package io.virtio4j.devices.metrics;
 
+import java.util.function.IntFunction;
+import java.util.function.IntToLongFunction;
+
 /**
  * The metric families every device's queues have, named once so that two devices in one scrape add to the same
  * family with the same help (DPDK vhost's per-virtqueue names where it has one, with our prefix and {@code _total}).
@@ -23,5 +26,18 @@ public final class QueueMetrics {
             + "pending) and counts nothing for these.";
 
     private QueueMetrics() {
+    }
+
+    /**
+     * Adds the families every device's queues count the same way, kicks, guest notifications sent and suppressed, with
+     * one sample per queue {@code q < queues}: {@code kicks.applyAsLong(q)} and so on, labelled {@code labels.apply(q)}.
+     */
+    public static void notificationFamilies(PrometheusText out, int queues, IntToLongFunction kicks,
+                                            IntToLongFunction notifications, IntToLongFunction suppressed,
+                                            IntFunction<String[]> labels) {
+        out.counter(KICKS, KICKS_HELP).samples(queues, kicks, labels);
+        out.counter(GUEST_NOTIFICATIONS, GUEST_NOTIFICATIONS_HELP).samples(queues, notifications, labels);
+        out.counter(GUEST_NOTIFICATIONS_SUPPRESSED, GUEST_NOTIFICATIONS_SUPPRESSED_HELP)
+                .samples(queues, suppressed, labels);
     }
 }

@@ -256,11 +256,9 @@ public final class NetStats {
                 + "malformed, refused by the tap, or, in the reflector modes, not returned because the guest's receive "
                 + "queue had no buffer (such a frame is also counted good on rx: it was received). tx (to the guest, "
                 + "tap mode): larger than the receive buffers or carrying offloads the guest did not negotiate.", DROPS);
-        perQueue(out, device, pairs, QueueMetrics.KICKS, QueueMetrics.KICKS_HELP, KICKS);
-        perQueue(out, device, pairs, QueueMetrics.GUEST_NOTIFICATIONS, QueueMetrics.GUEST_NOTIFICATIONS_HELP,
-                NOTIFICATIONS);
-        perQueue(out, device, pairs, QueueMetrics.GUEST_NOTIFICATIONS_SUPPRESSED,
-                QueueMetrics.GUEST_NOTIFICATIONS_SUPPRESSED_HELP, SUPPRESSED);
+        QueueMetrics.notificationFamilies(out, 2 * pairs.length, q -> pairs[q >> 1].get(q & 1, KICKS),
+                q -> pairs[q >> 1].get(q & 1, NOTIFICATIONS), q -> pairs[q >> 1].get(q & 1, SUPPRESSED),
+                q -> queueLabels(device, q));
         perQueue(out, device, pairs, "virtio4j_tap_eagain_total", "Tap mode: on tx (to the guest), tap reads that "
                 + "found no frame; on rx (from the guest), tap writes the tap could not take.", EAGAIN);
         perQueue(out, device, pairs, "virtio4j_weight_limited_total", "Handler runs that stopped at the weight with "
