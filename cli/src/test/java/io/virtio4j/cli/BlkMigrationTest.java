@@ -37,33 +37,28 @@ class BlkMigrationTest {
         return PeerRuns.run(Duration.ofMinutes(4), argv);
     }
 
-    private static String line(PeerRuns.Outcome r, String prefix) {
-        return r.output().lines().filter(l -> l.startsWith(prefix)).reduce((a, b) -> b)
-                .orElseThrow(() -> new AssertionError("no " + prefix + " line in\n" + r.output()));
-    }
-
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"split", "packed"})
     void aWorkingGuestMovesToAnotherQemuAndFindsEveryBlockItReadAndWroteIntact(String ring) throws IOException, InterruptedException {
         boolean packed = ring.equals("packed");
         PeerRuns.Outcome r = migrate(true, packed);
         assertEquals(0, r.exit(), r.output());
-        assertTrue(line(r, "MIGRATE ").startsWith("MIGRATE status=completed "), r.output());
-        String guest = line(r, "GUEST ");
+        assertTrue(r.line("MIGRATE ").startsWith("MIGRATE status=completed "), r.output());
+        String guest = r.line("GUEST ");
         // the check covers blocks the back-end read while the migration ran, or it proves nothing
         assertTrue(PeerRuns.field(guest, "during") > 0, r.output());
         assertEquals(0, PeerRuns.field(guest, "bad"), r.output());
-        assertTrue(line(r, "CHECK ").startsWith("CHECK ok migrate=completed guest_read=ok guest_write=ok image=ok dst_console=ok"),
+        assertTrue(r.line("CHECK ").startsWith("CHECK ok migrate=completed guest_read=ok guest_write=ok image=ok dst_console=ok"),
                 r.output());
-        assertTrue(line(r, "CHECK ").endsWith(" packed=" + (packed ? "1/1" : "0/0")), r.output());
+        assertTrue(r.line("CHECK ").endsWith(" packed=" + (packed ? "1/1" : "0/0")), r.output());
     }
 
     @Test
     void withoutTheReadDataInTheDirtyLogTheGuestFindsStaleBlocksAfterTheMove() throws IOException, InterruptedException {
         PeerRuns.Outcome r = migrate(false, false);
-        assertTrue(line(r, "MIGRATE ").startsWith("MIGRATE status=completed "), r.output());
-        assertTrue(PeerRuns.field(line(r, "GUEST "), "bad") > 0, r.output());
-        String check = line(r, "CHECK ");
+        assertTrue(r.line("MIGRATE ").startsWith("MIGRATE status=completed "), r.output());
+        assertTrue(PeerRuns.field(r.line("GUEST "), "bad") > 0, r.output());
+        String check = r.line("CHECK ");
         // only the reads are wrong: the run went through, the writes are intact, the guest reported on the destination
         assertTrue(check.startsWith("CHECK FAIL migrate=completed guest_read=FAIL guest_write=ok image=ok dst_console=ok"), r.output());
         assertEquals(1, r.exit(), r.output());

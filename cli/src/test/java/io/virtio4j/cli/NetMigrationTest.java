@@ -40,16 +40,11 @@ class NetMigrationTest {
         return PeerRuns.run(Duration.ofMinutes(4), argv);
     }
 
-    private static String line(PeerRuns.Outcome r, String prefix) {
-        return r.output().lines().filter(l -> l.startsWith(prefix)).reduce((a, b) -> b)
-                .orElseThrow(() -> new AssertionError("no " + prefix + " line in\n" + r.output()));
-    }
-
     /** The frame counts of the guest and of both back-ends add up exactly, and both back-ends carried traffic. */
     private static void assertCountersAddUp(PeerRuns.Outcome r) {
-        String src = line(r, "BACKEND src ");
-        String dst = line(r, "BACKEND dst ");
-        String guest = line(r, "GUEST ");
+        String src = r.line("BACKEND src ");
+        String dst = r.line("BACKEND dst ");
+        String guest = r.line("GUEST ");
         long srcRx = PeerRuns.field(src, "RX-packets");
         long dstRx = PeerRuns.field(dst, "RX-packets");
         long srcTx = PeerRuns.field(src, "TX-packets");
@@ -75,25 +70,25 @@ class NetMigrationTest {
         boolean packed = ring.equals("packed");
         PeerRuns.Outcome r = migrate(true, packed);
         assertEquals(0, r.exit(), r.output());
-        assertTrue(line(r, "MIGRATE ").startsWith("MIGRATE status=completed "), r.output());
+        assertTrue(r.line("MIGRATE ").startsWith("MIGRATE status=completed "), r.output());
         assertCountersAddUp(r);
-        String guest = line(r, "GUEST ");
+        String guest = r.line("GUEST ");
         // the check covers lines the back-end wrote while the migration ran, or it proves nothing
         assertTrue(PeerRuns.field(guest, "during") > 0, r.output());
         assertEquals(0, PeerRuns.field(guest, "stream_bad"), r.output());
-        assertTrue(line(r, "CHECK ").startsWith(
+        assertTrue(r.line("CHECK ").startsWith(
                 "CHECK ok migrate=completed tx=ok rx=ok dropped=ok dst=ok ping=ok stream=ok dst_console=ok"), r.output());
-        assertTrue(line(r, "CHECK ").endsWith(" packed=" + (packed ? "1/1" : "0/0")), r.output());
+        assertTrue(r.line("CHECK ").endsWith(" packed=" + (packed ? "1/1" : "0/0")), r.output());
     }
 
     @Test
     void withoutTheReceivedFramesInTheDirtyLogTheGuestFindsStaleStreamLinesAfterTheMove() throws IOException, InterruptedException {
         PeerRuns.Outcome r = migrate(false, false);
-        assertTrue(line(r, "MIGRATE ").startsWith("MIGRATE status=completed "), r.output());
+        assertTrue(r.line("MIGRATE ").startsWith("MIGRATE status=completed "), r.output());
         // the frames themselves are all counted and answered: only the bytes left in receive buffers are wrong
         assertCountersAddUp(r);
-        assertTrue(PeerRuns.field(line(r, "GUEST "), "stream_bad") > 0, r.output());
-        assertTrue(line(r, "CHECK ").startsWith(
+        assertTrue(PeerRuns.field(r.line("GUEST "), "stream_bad") > 0, r.output());
+        assertTrue(r.line("CHECK ").startsWith(
                 "CHECK FAIL migrate=completed tx=ok rx=ok dropped=ok dst=ok ping=ok stream=FAIL dst_console=ok"), r.output());
         assertEquals(1, r.exit(), r.output());
     }

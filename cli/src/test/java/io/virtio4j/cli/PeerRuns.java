@@ -18,6 +18,11 @@ final class PeerRuns {
 
     /** What a script printed (stdout and stderr together) and how it exited. */
     record Outcome(int exit, String output) {
+        /** The last line that starts with {@code prefix} (a script's final word on it); fails the test when none does. */
+        String line(String prefix) {
+            return output.lines().filter(l -> l.startsWith(prefix)).reduce((a, b) -> b)
+                    .orElseThrow(() -> new AssertionError("no " + prefix + " line in\n" + output));
+        }
     }
 
     /** The repository's root (the tests run in the cli module's directory). */
