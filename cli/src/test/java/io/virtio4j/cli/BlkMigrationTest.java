@@ -5,9 +5,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -22,19 +19,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The migration is capped at 32 MiB/s (QEMU's default) so that it lasts a few seconds of reads.
  */
 class BlkMigrationTest {
-    private static final String BANDWIDTH = "32";
-
     private static PeerRuns.Outcome migrate(boolean logReads, boolean packed) throws IOException, InterruptedException {
-        String cmd = PeerRuns.cli() + " serve blk --socket {sock} --file {img}";
-        List<String> argv = new ArrayList<>(List.of("bash", PeerRuns.script("qemu-migrate.sh").toString(),
-                "--backend-cmd", cmd, "--bandwidth", BANDWIDTH, "--timeout", "120"));
-        if (packed) {
-            argv.add("--packed");
-        }
-        if (!logReads) {
-            argv.addAll(List.of("--src-backend-cmd", cmd + " --debug-no-dirty-log"));
-        }
-        return PeerRuns.run(Duration.ofMinutes(4), argv);
+        return PeerRuns.migrate("blk", PeerRuns.cli() + " serve blk --socket {sock} --file {img}", logReads, packed);
     }
 
     @ParameterizedTest(name = "{0}")

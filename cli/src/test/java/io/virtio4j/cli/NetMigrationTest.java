@@ -5,9 +5,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -25,19 +22,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * 32 MiB/s (QEMU's default) so that it lasts a few seconds of traffic.
  */
 class NetMigrationTest {
-    private static final String BANDWIDTH = "32";
-
     private static PeerRuns.Outcome migrate(boolean logReceived, boolean packed) throws IOException, InterruptedException {
-        String cmd = PeerRuns.cli() + " serve net --socket {sock} --mode macswap --notify notify";
-        List<String> argv = new ArrayList<>(List.of("bash", PeerRuns.script("qemu-migrate.sh").toString(),
-                "--device", "net", "--backend-cmd", cmd, "--bandwidth", BANDWIDTH, "--timeout", "120"));
-        if (packed) {
-            argv.add("--packed");
-        }
-        if (!logReceived) {
-            argv.addAll(List.of("--src-backend-cmd", cmd + " --debug-no-dirty-log"));
-        }
-        return PeerRuns.run(Duration.ofMinutes(4), argv);
+        return PeerRuns.migrate("net", PeerRuns.cli() + " serve net --socket {sock} --mode macswap --notify notify",
+                logReceived, packed);
     }
 
     /** The frame counts of the guest and of both back-ends add up exactly, and both back-ends carried traffic. */

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -52,6 +53,25 @@ final class PeerRuns {
             }
         }
         throw new AssertionError("no " + key + " in " + line);
+    }
+
+    /**
+     * Migrates a working guest whose {@code device} (blk or net) {@code backendCmd} serves with
+     * {@code peers/qemu-migrate.sh}, capped at 32 MiB/s (QEMU's default) so that the move lasts a few seconds of
+     * traffic. Without {@code dirtyLog} the source back-end runs with the test-only {@code --debug-no-dirty-log}: the
+     * negative control, which must leave stale data on the destination.
+     */
+    static Outcome migrate(String device, String backendCmd, boolean dirtyLog, boolean packed)
+            throws IOException, InterruptedException {
+        List<String> argv = new ArrayList<>(List.of("bash", script("qemu-migrate.sh").toString(), "--device", device,
+                "--backend-cmd", backendCmd, "--bandwidth", "32", "--timeout", "120"));
+        if (packed) {
+            argv.add("--packed");
+        }
+        if (!dirtyLog) {
+            argv.addAll(List.of("--src-backend-cmd", backendCmd + " --debug-no-dirty-log"));
+        }
+        return run(Duration.ofMinutes(4), argv);
     }
 
     /**
