@@ -1,6 +1,5 @@
 package io.virtio4j.os;
 
-import io.virtio4j.os.netlab.Commands;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -168,16 +167,13 @@ class FrameReadBatchTest {
 
     @Test
     void framesMoveWithoutAllocatingWithoutC2() {
-        String java = ProcessHandle.current().info().command().orElseThrow(() -> new IllegalStateException("no java command"));
-        String out = Commands.run(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"), FrameReadBatchTest.class.getName()).strip();
-        String[] f = out.substring(out.lastIndexOf('\n') + 1).split(" ");
-        assertEquals(3, f.length, out);
-        long frames = Long.parseLong(f[0]);
-        long allocated = Long.parseLong(f[1]);
-        assertEquals(2L * 2 * 8 * 2000, frames, out);
+        C1Child child = C1Child.run(FrameReadBatchTest.class, 3);
+        long frames = child.figure(0);
+        long allocated = child.figure(1);
+        assertEquals(2L * 2 * 8 * 2000, frames, child.output());
         // a per-frame allocation (the JDK's errno capture slices 40 bytes) would be tens of bytes per frame
-        assertTrue(allocated < frames / 2, allocated + " bytes allocated over " + frames + " frames (" + f[2] + ")");
+        assertTrue(allocated < frames / 2,
+                allocated + " bytes allocated over " + frames + " frames (" + child.figures()[2] + ")");
     }
 
     /**

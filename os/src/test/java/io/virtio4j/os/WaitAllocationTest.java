@@ -1,6 +1,5 @@
 package io.virtio4j.os;
 
-import io.virtio4j.os.netlab.Commands;
 import io.virtio4j.testkit.NoFdLeaks;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -22,14 +21,10 @@ class WaitAllocationTest {
 
     @Test
     void waitsAllocateNothingWithoutC2() {
-        String java = ProcessHandle.current().info().command().orElseThrow(() -> new IllegalStateException("no java command"));
-        String out = Commands.run(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"), WaitAllocationTest.class.getName()).strip();
-        String[] f = out.substring(out.lastIndexOf('\n') + 1).split(" ");
-        assertEquals(2, f.length, out);
-        long waits = Long.parseLong(f[0]);
-        long allocated = Long.parseLong(f[1]);
-        assertEquals(5L * WAITS, waits, out);
+        C1Child child = C1Child.run(WaitAllocationTest.class, 2);
+        long waits = child.figure(0);
+        long allocated = child.figure(1);
+        assertEquals(5L * WAITS, waits, child.output());
         // a per-wait allocation is 40 bytes or more; a few objects of a lazy initialisation stay far below one
         // byte per wait
         assertTrue(allocated < waits / 2, allocated + " bytes allocated over " + waits + " waits");
