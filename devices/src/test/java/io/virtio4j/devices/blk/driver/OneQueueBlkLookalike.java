@@ -67,7 +67,7 @@ abstract class OneQueueBlkLookalike implements VirtioDevice {
         @Override
         public void onAttach(QueueContext q) {
             queue = q;
-            kick.reset();
+            kick.attached(q);
         }
 
         @Override
