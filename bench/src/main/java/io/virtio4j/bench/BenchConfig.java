@@ -43,12 +43,17 @@ import java.util.Map;
  *                         (request-response: one buffer in flight, needs {@code batch} 1, a request and a writable
  *                         answer ({@code chain} &gt;= 2) and {@code bufSize} &gt;= 8; every answer is checked, so
  *                         {@code verify} adds nothing)
+ * @param flightRecording  each run under a JFR recording of the JDK's default settings, started before the run and
+ *                         closed after it (in process only: {@link RingBenchmark#run}); the ring path emits no event, so
+ *                         what it costs is the recorder's own work (its sampler, periodic events, buffers) beside the
+ *                         ring: {@code --compare flight-recording=off,on} in one JVM, free of per-launch luck
  */
 public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, int bufSize, int chain,
                           boolean indirect, boolean eventIdx, boolean inOrder, boolean delayedInterrupt,
                           Ordering barriers, AvailPublication availPublish, boolean cachedAvail, NotificationMode mode,
                           boolean toggleNotify, long hybridSpinNanos, boolean verify, int driverCpu, int deviceCpu,
-                          boolean inflight, boolean dirtyLog, TrafficPattern pattern) {
+                          boolean inflight, boolean dirtyLog, TrafficPattern pattern,
+                          boolean flightRecording) {
 
     public BenchConfig {
         if (bufs < 1) {
@@ -107,7 +112,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
     public static BenchConfig defaults() {
         return new BenchConfig(2_000_000, 256, RingFormat.SPLIT, 64, 64, 1, false, true, false, false,
                 Ordering.WEAK, AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1, false,
-                false, TrafficPattern.STREAM);
+                false, TrafficPattern.STREAM, false);
     }
 
     /**
@@ -167,6 +172,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
         m.put("inflight", inflight ? "on" : "off");
         m.put("dirty-log", dirtyLog ? "on" : "off");
         m.put("pattern", pattern.name().toLowerCase(Locale.ROOT));
+        m.put("flight-recording", flightRecording ? "on" : "off");
         return m;
     }
 
@@ -193,7 +199,8 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 Integer.parseInt(m.get("device-cpu")),
                 bool(m, "inflight"),
                 bool(m, "dirty-log"),
-                enumOf(TrafficPattern.class, m, "pattern"));
+                enumOf(TrafficPattern.class, m, "pattern"),
+                bool(m, "flight-recording"));
     }
 
     private static boolean bool(Map<String, String> m, String k) {
@@ -229,6 +236,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 + ", dirty-log " + (dirtyLog ? "on" : "off")
                 + (delayedInterrupt ? ", delayed-interrupt" : "")
                 + (toggleNotify ? ", toggle-notify" : "")
-                + (verify ? ", verify" : "");
+                + (verify ? ", verify" : "")
+                + (flightRecording ? ", flight-recording" : "");
     }
 }

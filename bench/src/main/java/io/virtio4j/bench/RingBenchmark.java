@@ -4,6 +4,11 @@ import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.driver.DriverQueue;
 import io.virtio4j.core.notify.ParkingNotifier;
 
+import jdk.jfr.Configuration;
+import jdk.jfr.Recording;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.GarbageCollectorMXBean;
@@ -23,12 +28,39 @@ public final class RingBenchmark {
     private RingBenchmark() {
     }
 
-    /** Runs once, with a cache-line ping-pong probe just before and after, and returns what it measured. */
+    /**
+     * Runs once, with a cache-line ping-pong probe just before and after, and returns what it measured; with
+     * {@link BenchConfig#flightRecording} under a JFR recording that starts before the first probe and is closed (its
+     * data dropped) after the last: starting one (the first start in a JVM brings the recorder up, which takes a
+     * while) and ending it are no part of the figure, only its running is.
+     */
     public static RunResult run(BenchConfig cfg) throws InterruptedException {
-        double before = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
-        RunResult r = execute(cfg);
-        double after = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
-        return r.withProbes(before, after);
+        try (Recording recording = cfg.flightRecording() ? startRecording() : null) {
+            double before = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
+            RunResult r = execute(cfg);
+            double after = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
+            return r.withProbes(before, after);
+        }
+    }
+
+    /**
+     * A recording as {@code -XX:StartFlightRecording} with no settings starts one: the JDK's "default" configuration,
+     * written to the disk repository as it runs.
+     */
+    private static Recording startRecording() {
+        Configuration settings;
+        try {
+            settings = Configuration.getConfiguration("default");
+        } catch (IOException e) {
+            throw new UncheckedIOException("the JDK's default JFR configuration cannot be read", e);
+        } catch (java.text.ParseException e) {
+            throw new IllegalStateException("the JDK's default JFR configuration cannot be parsed", e);
+        }
+        Recording r = new Recording(settings);
+        r.setName("virtio4j bench --flight-recording");
+        r.setToDisk(true);
+        r.start();
+        return r;
     }
 
     private static RunResult execute(BenchConfig cfg) throws InterruptedException {

@@ -12,11 +12,17 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.Test;
+import jdk.jfr.FlightRecorder;
+import jdk.jfr.FlightRecorderListener;
+import jdk.jfr.Recording;
+import jdk.jfr.RecordingState;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -33,6 +39,35 @@ class BenchmarkRunsTest {
     private static BenchConfig small(String ring, String mode) {
         return BenchConfig.defaults().with("bufs", "200000").with("ring", ring).with("notify", mode)
                 .with("verify", "true").with("chain", "3").with("queue-size", "64");
+    }
+
+    /**
+     * With {@code flight-recording on} the run happens under a recording of its own, which is closed when the run
+     * ends; without it none is started.
+     */
+    @ParameterizedTest
+    @CsvSource({"on, true", "off, false"})
+    void aRecordedRunRunsUnderARecordingClosedAfterIt(String option, boolean recorded) throws Exception {
+        List<RecordingState> states = new CopyOnWriteArrayList<>();
+        FlightRecorderListener listener = new FlightRecorderListener() {
+            @Override
+            public void recordingStateChanged(Recording r) {
+                if (r.getName().equals("virtio4j bench --flight-recording")) {
+                    states.add(r.getState());
+                }
+            }
+        };
+        FlightRecorder.addListener(listener);
+        try {
+            BenchConfig cfg = small("split", "poll").with("flight-recording", option);
+            RunResult r = RingBenchmark.run(cfg);
+            assertEquals(cfg.bufs(), r.device().completions);
+        } finally {
+            FlightRecorder.removeListener(listener);
+        }
+        assertEquals(recorded ? List.of(RecordingState.RUNNING, RecordingState.CLOSED) : List.of(),
+                states.stream().filter(s -> s == RecordingState.RUNNING || s == RecordingState.CLOSED).toList());
+        assertTrue(FlightRecorder.isInitialized() || !recorded);
     }
 
     @ParameterizedTest(name = "{0} {1} ring {2} indirect={3} publish={4} barriers={5} in-order={6}")

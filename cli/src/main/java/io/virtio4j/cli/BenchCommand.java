@@ -74,6 +74,11 @@ public final class BenchCommand implements Callable<Integer> {
             + "as a vhost-user back-end does during a live migration; the report counts the pages marked (default off)",
             converter = Converters.OnOffConverter.class)
     boolean dirtyLog = D.dirtyLog();
+    @Option(names = "--flight-recording", arity = "1", paramLabel = "on|off", description = "each run under a JFR "
+            + "recording (the JDK's default settings), started before it and closed after it; --compare "
+            + "flight-recording=off,on measures what a recording running costs, in one JVM (--processes 1 only) "
+            + "(default off)", converter = Converters.OnOffConverter.class)
+    boolean flightRecording = D.flightRecording();
     @Option(names = "--delayed-interrupt", description = "driver asks for a notification after ~3/4 of outstanding buffers")
     boolean delayedInterrupt = D.delayedInterrupt();
     @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
@@ -106,7 +111,7 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--compare", paramLabel = "KEY=A,B",
             description = "run option KEY at value A and at value B interleaved (A B A B ...) and print B/A with a 95%% "
                     + "confidence interval, e.g. --compare barriers=weak,strong, --compare cached-avail=off,on or "
-                    + "--compare ring=split,packed, --compare inflight=off,on or --compare dirty-log=off,on")
+                    + "--compare ring=split,packed, --compare inflight=off,on, --compare dirty-log=off,on or --compare flight-recording=off,on")
     String compare;
 
     @Spec
@@ -121,7 +126,7 @@ public final class BenchCommand implements Callable<Integer> {
             return new BenchConfig(bufs, ringSize, ring, batch != null ? batch : shape.batch(), bufSize,
                     chain != null ? chain : shape.chain(), indirect, eventIdx, inOrder,
                     delayedInterrupt, barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify,
-                    driverCpu, deviceCpu, inflight, dirtyLog, pattern);
+                    driverCpu, deviceCpu, inflight, dirtyLog, pattern, flightRecording);
         } catch (InvalidBenchOptionException e) {
             throw OptionFlags.rejected(spec, e);
         }
@@ -144,6 +149,8 @@ public final class BenchCommand implements Callable<Integer> {
         }
         try (TwoProcessBenchmark two = TwoProcessBenchmark.start()) {
             return measure(cfg, two::run);
+        } catch (InvalidBenchOptionException e) {
+            throw OptionFlags.rejected(spec, e); // a run it refuses (--flight-recording), by the flags
         }
     }
 

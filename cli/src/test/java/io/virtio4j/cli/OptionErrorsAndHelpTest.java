@@ -300,6 +300,28 @@ class OptionErrorsAndHelpTest {
     }
 
     @Test
+    void flightRecordingTakesOnOrOffAndIsACompareKey() {
+        assertFalse(bench().config().flightRecording(), "off by default");
+        assertTrue(bench("--flight-recording", "on").config().flightRecording());
+        assertThrows(CommandLine.ParameterException.class, () -> bench("--flight-recording", "maybe"));
+        BenchCommand cmp = bench("--compare", "flight-recording=off,on");
+        BenchCommand.Comparison c = cmp.comparison(cmp.config());
+        assertFalse(c.a().flightRecording());
+        assertTrue(c.b().flightRecording());
+        assertEquals(c.a().with("flight-recording", "on"), c.b(), "only flight-recording differs");
+        assertEquals("on", c.b().toMap().get("flight-recording"), "the JSON report's config records it");
+        assertTrue(c.b().describe().endsWith(", flight-recording"), c.b().describe());
+    }
+
+    @Test
+    void aFlightRecordingAcrossTwoProcessesIsRefusedByItsFlags() {
+        // the recording would watch the driver's JVM only: refused at the first run, by the flags
+        String[] r = execute("bench", "--processes", "2", "--bufs", "1000", "--compare", "flight-recording=off,on");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].startsWith("--flight-recording runs in process only, not with --processes 2"), r[1]);
+    }
+
+    @Test
     void aCompareSideTheRingFormatRefusesIsReportedByItsFlags() {
         // a packed ring of 48 is fine; the split side of the comparison is not
         String[] r = execute("bench", "--ring", "packed", "--queue-size", "48", "--compare", "ring=packed,split");
