@@ -47,9 +47,14 @@ final class PeerRuns {
 
     /** The number after {@code key=} in a {@code RESULT key=value ...} line. */
     static long field(String line, String key) {
+        return Long.parseLong(word(line, key));
+    }
+
+    /** The value after {@code key=} in a line of {@code key=value} words. */
+    static String word(String line, String key) {
         for (String kv : line.split(" ")) {
             if (kv.startsWith(key + "=")) {
-                return Long.parseLong(kv.substring(key.length() + 1));
+                return kv.substring(key.length() + 1);
             }
         }
         throw new AssertionError("no " + key + " in " + line);

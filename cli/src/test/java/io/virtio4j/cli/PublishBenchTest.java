@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import static io.virtio4j.cli.PeerRuns.field;
+import static io.virtio4j.cli.PeerRuns.word;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -82,15 +83,5 @@ class PublishBenchTest {
                 }
             }
         }
-    }
-
-    /** The value after {@code key=} in a line of {@code key=value} words. */
-    private static String word(String line, String key) {
-        for (String kv : line.split(" ")) {
-            if (kv.startsWith(key + "=")) {
-                return kv.substring(key.length() + 1);
-            }
-        }
-        throw new AssertionError("no " + key + " in " + line);
     }
 }
