@@ -13,6 +13,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
+import java.text.ParseException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -53,7 +54,7 @@ public final class RingBenchmark {
             settings = Configuration.getConfiguration("default");
         } catch (IOException e) {
             throw new UncheckedIOException("the JDK's default JFR configuration cannot be read", e);
-        } catch (java.text.ParseException e) {
+        } catch (ParseException e) {
             throw new IllegalStateException("the JDK's default JFR configuration cannot be parsed", e);
         }
         Recording r = new Recording(settings);
