@@ -158,13 +158,13 @@ run_one() {   # run_one LABEL TEMPLATE SIZE REP
 }
 
 # ---------------------------------------------------------------------------------------------- --persistent
-# Per back-end X (A, B): its process group, stdout file, socket, metrics socket (empty without {metrics}), the frames
-# the drivers sent it since it started, and the JVM pair it belongs to.
+# Per back-end X (A, B) of the current JVM pair ($JVM): its process group, stdout file, socket, metrics socket (empty
+# without {metrics}) and the frames the drivers sent it since it started.
 declare -A KEPT_PID=() KEPT_OUT=() KEPT_SOCK=() KEPT_METRICS=() KEPT_TX=()
 JVM=0
 INEXACT=0
 
-# A stopped (SIGSTOP) process group ignores SIGTERM until continued: on any exit, continue ours first.
+# A stopped (SIGSTOP) process acts on SIGTERM only once continued: on any exit, continue ours before the cleanup's TERM.
 continue_kept() { local x; for x in "${!KEPT_PID[@]}"; do kill -CONT -- "-${KEPT_PID[$x]}" 2>/dev/null || true; done; }
 peers_on_exit_call continue_kept
 pause() { kill -STOP -- "-${KEPT_PID[$1]}"; }
