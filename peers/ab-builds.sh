@@ -34,7 +34,8 @@
 #   --dpdk             instead of --cmd: peers/bench-dpdk-vhost.sh with backend A = `serve net` from jar A and
 #                      backend B = from jar B (DPDK virtio-user txonly into each, A B per rep, its own probes and
 #                      RUN/SUMMARY lines), then per frame size a "SUMMARY figure=pps_SIZE" of its RUN lines' pps.
-#                      Everything after -- goes to bench-dpdk-vhost.sh (e.g. --reps 5 --duration 2 --sizes 64)
+#                      Everything after -- goes to bench-dpdk-vhost.sh (e.g. --reps 5 --duration 2 --sizes 64, or
+#                      --persistent --reps 40 --restart-every 5: both back-ends kept running across reps)
 #   --serve-args "..." with --dpdk: serve net's arguments besides --socket (default "--mode rxonly")
 #
 # Examples:
