@@ -140,7 +140,6 @@ public final class VhostUserTxBench implements AutoCloseable {
         log.put("kicks_per_frame", (double) tx.kicksSent / frames);
         log.put("publications_per_frame", (double) tx.availIdxWrites / frames);
         log.put("backend_kicks_read", w1.stats.kicks() - w0.stats.kicks());
-        log.put("backend_wakeups", w1.stats.wakeups() - w0.stats.wakeups());
         log.put("driver_cpu_ms", (w1.driverCpu - w0.driverCpu) / 1e6);
         log.put("device_cpu_ms", (w1.deviceCpu - w0.deviceCpu) / 1e6);
         runLog.add(log);
