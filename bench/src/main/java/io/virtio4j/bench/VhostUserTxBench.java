@@ -121,7 +121,10 @@ public final class VhostUserTxBench implements AutoCloseable {
         Window w1 = sender.end;
         long frames = w1.sent - w0.sent;
         if (frames <= 0) {
-            throw new BenchmarkFailedException("vhost-user: no frame sent in the " + windowSeconds + " s window", null);
+            // the ring stayed full for the whole window: the back-end used nothing (its thread got no CPU); a rate of
+            // 0 has no ratio, so the run fails rather than be dropped
+            throw new BenchmarkFailedException("vhost-user " + cfg.mode() + ", " + cfg.availPublish() + ": no frame sent "
+                    + "in the " + windowSeconds + " s window, the back-end used none (" + sender.sent + " sent in all)", null);
         }
         QueueCounters tx = w1.tx.minus(w0.tx);
         QueueCounters dev = new QueueCounters();

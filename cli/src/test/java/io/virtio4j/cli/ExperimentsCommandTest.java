@@ -28,7 +28,7 @@ class ExperimentsCommandTest {
     void aShortQuickRunReportsEveryRingRowWithItsHalfWidthAndAVerdict(@TempDir Path out) throws Exception {
         String[] r = execute("experiments", "--quick", "--only",
                 "cached-avail-idx,lazy-avail-publish,barrier-strength,ring-format,in-order", "--runs", "2",
-                "--bufs", "20000", "--warmup", "0", "--vhost-seconds", "0.05", "--out", out.toString());
+                "--bufs", "20000", "--warmup", "0", "--vhost-seconds", "0.2", "--out", out.toString());
         assertEquals("0", r[0], r[1]);
         List<String> rows = Files.readAllLines(out.resolve("experiments.md")).stream()
                 .filter(l -> l.startsWith("| ") && !l.startsWith("| experiment ")).toList();
@@ -74,7 +74,7 @@ class ExperimentsCommandTest {
         List<String> ids = List.of("lazy-avail-publish-vhost-user", "lazy-avail-publish-vhost-user-adaptive",
                 "lazy-avail-publish-vhost-user-notify");
         String[] r = execute("experiments", "--only", String.join(",", ids), "--runs", "2", "--warmup", "1",
-                "--vhost-seconds", "0.05", "--out", out.toString());
+                "--vhost-seconds", "0.2", "--out", out.toString());
         assertEquals("0", r[0], r[1]);
         JsonArray rows = JsonParser.parseString(Files.readString(out.resolve("experiments.json"))).getAsJsonObject()
                 .getAsJsonArray("experiments");
