@@ -143,12 +143,15 @@ public final class VhostUserTxBench implements AutoCloseable {
         log.put("kicks_per_frame", (double) tx.kicksSent / frames);
         log.put("publications_per_frame", (double) tx.availIdxWrites / frames);
         log.put("backend_kicks_read", w1.stats.kicks() - w0.stats.kicks());
+        // in the window: the driver's and the back-end's threads allocate nothing per frame
+        log.put("driver_allocated_bytes", sender.driverAllocated);
+        log.put("device_allocated_bytes", w1.deviceAlloc - w0.deviceAlloc);
         log.put("driver_cpu_ms", (w1.driverCpu - w0.driverCpu) / 1e6);
         log.put("device_cpu_ms", (w1.deviceCpu - w0.deviceCpu) / 1e6);
         runLog.add(log);
         return new RunResult(frames, nanos, w1.driverCpu - w0.driverCpu, w1.deviceCpu - w0.deviceCpu, tx, dev, 0,
                 dev.spuriousWakeups, RingBenchmark.gcCount() - gc0,
-                (w1.driverAlloc - w0.driverAlloc) + (w1.deviceAlloc - w0.deviceAlloc),
+                sender.driverAllocated + (w1.deviceAlloc - w0.deviceAlloc),
                 Pinning.describe(cfg, sender.pinError, null), before, after, 0);
     }
 
@@ -167,8 +170,8 @@ public final class VhostUserTxBench implements AutoCloseable {
     }
 
     /** Figures read at the start and the end of the measuring window, on the driver's thread. */
-    private record Window(long nanos, long sent, QueueCounters tx, NetStats stats, long driverCpu, long driverAlloc,
-                          long deviceCpu, long deviceAlloc) {
+    private record Window(long nanos, long sent, QueueCounters tx, NetStats stats, long driverCpu, long deviceCpu,
+                          long deviceAlloc) {
         static Window take(TxStream s, NetDriver g, NetDevice device) {
             com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
             long worker = device.workerThreadId(0);
@@ -177,8 +180,7 @@ public final class VhostUserTxBench implements AutoCloseable {
             }
             NetStats stats = device.stats(0);
             QueueCounters tx = g.queue(NetDriver.txRing(0)).counters().copy();
-            long alloc = t.getCurrentThreadAllocatedBytes();
-            return new Window(System.nanoTime(), s.sent(), tx, stats, t.getCurrentThreadCpuTime(), alloc,
+            return new Window(System.nanoTime(), s.sent(), tx, stats, t.getCurrentThreadCpuTime(),
                     t.getThreadCpuTime(worker), t.getThreadAllocatedBytes(worker));
         }
     }
@@ -194,6 +196,7 @@ public final class VhostUserTxBench implements AutoCloseable {
         String pinError;
         Window start;
         Window end;
+        long driverAllocated;
         long sent;
         boolean drained;
 
@@ -211,7 +214,11 @@ public final class VhostUserTxBench implements AutoCloseable {
                 TxStream s = new TxStream(g, 0, arena.allocate(cfg.bufSize(), 8), cfg.batch(), false);
                 send(s, System.nanoTime() + SETTLE_NANOS);
                 start = Window.take(s, g, device);
+                // read right around the sending loop, so the snapshots' own objects are not counted
+                com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+                long alloc0 = t.getCurrentThreadAllocatedBytes();
                 send(s, start.nanos + windowNanos);
+                driverAllocated = t.getCurrentThreadAllocatedBytes() - alloc0;
                 end = Window.take(s, g, device);
                 drained = s.drain(DRAIN_NANOS);
                 sent = s.sent();

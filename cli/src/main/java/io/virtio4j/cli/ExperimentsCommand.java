@@ -46,10 +46,11 @@ public final class ExperimentsCommand implements Callable<Integer> {
     @Option(names = "--out", paramLabel = "DIR", description = "output directory (default ${DEFAULT-VALUE})")
     Path out = Path.of("experiments-out");
     @Option(names = "--runs", description = "exactly this many A/B pairs per row (no adaptive stopping); default: 6 "
-            + "with --quick; else the ring rows stop adaptively (--half-width, --budget) and the tap rows get 16")
+            + "with --quick; else the ring rows stop adaptively (--half-width, --budget), the vhost-user rows too "
+            + "(--half-width, --vhost-budget), and the tap rows get 16")
     Integer runs;
-    @Option(names = "--half-width", paramLabel = "PCT", description = "adaptive stopping: a ring row gets no more pairs "
-            + "once its 95%% interval is within this many percent of its ratio (default ${DEFAULT-VALUE})")
+    @Option(names = "--half-width", paramLabel = "PCT", description = "adaptive stopping: a ring or vhost-user row gets no "
+            + "more pairs once its 95%% interval is within this many percent of its ratio (default ${DEFAULT-VALUE})")
     double halfWidth = 3.0;
     @Option(names = "--budget", paramLabel = "S", description = "adaptive stopping: seconds for all ring rows together "
             + "(default ${DEFAULT-VALUE}); each row gets " + FIRST_PAIRS + " pairs first, whatever the budget")

@@ -84,12 +84,17 @@ class ExperimentsCommandTest {
             String id = row.get("id").getAsString();
             assertEquals("vhost-user", row.get("backend").getAsString(), id);
             assertEquals(2, row.get("pairs").getAsInt(), id);
-            assertTrue(VERDICTS.contains(row.get("verdict").getAsString()), id + ": " + row.get("verdict"));
             assertTrue(row.has("half_width"), id);
             assertEquals(id.endsWith("notify") ? "kicks_per_buffer" : "buffers_per_s", row.get("metric").getAsString(), id);
             String b = id.endsWith("adaptive") ? "adaptive" : "lazy";
             assertEquals(id.endsWith("notify") ? "notify" : "poll", row.getAsJsonObject("config").get("notify").getAsString(), id);
             JsonObject runs = row.getAsJsonObject("measured_runs");
+            // a ratio of kicks per frame has no interval when a run had no kick at all: only then "not measured"
+            boolean kicklessRun = id.endsWith("notify") && List.of("a", "b").stream()
+                    .flatMap(side -> runs.getAsJsonArray(side).asList().stream())
+                    .anyMatch(e -> e.getAsJsonObject().get("kicks_per_frame").getAsDouble() == 0);
+            String verdict = row.get("verdict").getAsString();
+            assertTrue(VERDICTS.contains(verdict) || kicklessRun && verdict.equals("not measured"), id + ": " + verdict);
             for (String side : List.of("a", "b")) {
                 JsonArray sideRuns = runs.getAsJsonArray(side);
                 assertEquals(2, sideRuns.size(), id + " " + side);
