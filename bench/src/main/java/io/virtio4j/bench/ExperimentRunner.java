@@ -11,6 +11,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * Runs the lesson experiments and writes {@code experiments.json}, {@code experiments.md} and one PNG each. The
@@ -192,11 +193,11 @@ public final class ExperimentRunner {
      * says nothing.
      */
     private static final class RunLogs {
-        private final java.util.function.Supplier<List<Map<String, Object>>> benchLog;
+        private final Supplier<List<Map<String, Object>>> benchLog;
         private final List<Map<String, Object>> a = new ArrayList<>();
         private final List<Map<String, Object>> b = new ArrayList<>();
 
-        RunLogs(java.util.function.Supplier<List<Map<String, Object>>> benchLog) {
+        RunLogs(Supplier<List<Map<String, Object>>> benchLog) {
             this.benchLog = benchLog;
         }
 
