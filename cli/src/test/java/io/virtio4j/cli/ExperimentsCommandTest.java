@@ -25,7 +25,7 @@ class ExperimentsCommandTest {
     private static final Set<String> VERDICTS = Set.of("reproduced", "opposite", "refuted", "inconclusive");
 
     @Test
-    void aShortQuickRunReportsEveryRingRowWithItsHalfWidthAndAVerdict(@TempDir Path out) throws Exception {
+    void aShortQuickRunReportsEveryRingAndVhostUserRowWithItsHalfWidthAndAVerdict(@TempDir Path out) throws Exception {
         String[] r = execute("experiments", "--quick", "--only",
                 "cached-avail-idx,lazy-avail-publish,barrier-strength,ring-format,in-order", "--runs", "2",
                 "--bufs", "20000", "--warmup", "0", "--vhost-seconds", "0.2", "--out", out.toString());
