@@ -11,6 +11,9 @@
 #                 (the reviewer's row: lazy publication may need more kicks per buffer)
 # The driver's loop reclaims used frames, adds up to 64 (as many as the ring has room for), then calls kickTx, where
 # lazy publication stores avail.idx once for them and the back-end is kicked if it asked to be.
+# The serve-poll and serve-notify rows also run inside `virtio4j experiments` (rows lazy-avail-publish-vhost-user,
+# -vhost-user-adaptive and -vhost-user-notify: the same driver loop and back-end in one JVM, with adaptive pairs,
+# half-widths and verdicts); the dpdk row is only here, so that the experiments run on a machine without DPDK.
 # Every run starts its back-end and its driver afresh. Per repetition and row the three policies run back to back,
 # eager lazy adaptive in odd repetitions and adaptive lazy eager in even ones, so each of the pairs (eager, lazy)
 # and (eager, adaptive) is measured A B, then B A, ...

@@ -118,6 +118,9 @@ public record ExperimentResult(Experiment experiment, Interleaved.Pairs pairs, P
             j.put("config", new LinkedHashMap<>(e.base().toMap()));
             j.put("processes", e.processes());
         }
+        if (e.vhostUser()) {
+            j.put("backend", "vhost-user");
+        }
         if (details != null) {
             j.putAll(details);
         }

@@ -11,11 +11,13 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * Runs the lesson experiments and writes {@code experiments.json}, {@code experiments.md} and one PNG each. The
  * in-process ring rows share one {@link AdaptivePairs} schedule (a fixed number of pairs, or pairs until each
- * row's interval is narrow enough within one time budget for all); the tap rows get a fixed number of pairs.
+ * row's interval is narrow enough within one time budget for all); the vhost-user rows share another, with a budget
+ * of their own; the tap rows get a fixed number of pairs.
  */
 public final class ExperimentRunner {
     private final long bufs;
@@ -24,26 +26,32 @@ public final class ExperimentRunner {
     private final int warmup;
     private final Set<String> only;
     private final double netWindowSeconds;
+    private final AdaptivePairs.Stopping vhostStopping;
+    private final double vhostWindowSeconds;
 
     /** {@code runs} pairs for every row. */
     public ExperimentRunner(long bufs, int runs, int warmup, Set<String> only) {
-        this(bufs, AdaptivePairs.Stopping.fixed(runs), runs, warmup, only, 3.0);
+        this(bufs, AdaptivePairs.Stopping.fixed(runs), runs, warmup, only, 3.0, AdaptivePairs.Stopping.fixed(runs), 0.5);
     }
 
     /**
-     * @param ringStopping     how many pairs the in-process ring rows get
-     * @param tapPairs         pairs of each tap back-end row
-     * @param only             lesson or row ids to run; empty for all
-     * @param netWindowSeconds measuring window of each run of the tap back-end experiments
+     * @param ringStopping       how many pairs the in-process ring rows get
+     * @param tapPairs           pairs of each tap back-end row
+     * @param only               lesson or row ids to run; empty for all
+     * @param netWindowSeconds   measuring window of each run of the tap back-end experiments
+     * @param vhostStopping      how many pairs the vhost-user rows get
+     * @param vhostWindowSeconds measuring window of each run of the vhost-user rows
      */
     public ExperimentRunner(long bufs, AdaptivePairs.Stopping ringStopping, int tapPairs, int warmup, Set<String> only,
-                            double netWindowSeconds) {
+                            double netWindowSeconds, AdaptivePairs.Stopping vhostStopping, double vhostWindowSeconds) {
         this.bufs = bufs;
         this.ringStopping = ringStopping;
         this.tapPairs = tapPairs;
         this.warmup = warmup;
         this.only = only;
         this.netWindowSeconds = netWindowSeconds;
+        this.vhostStopping = vhostStopping;
+        this.vhostWindowSeconds = vhostWindowSeconds;
     }
 
     public List<Experiment> selected() {
@@ -70,15 +78,19 @@ public final class ExperimentRunner {
         Map<Experiment, ExperimentResult> results = new HashMap<>();
         List<Experiment> ring = new ArrayList<>();
         List<Experiment> tap = new ArrayList<>();
+        List<Experiment> vhost = new ArrayList<>();
         for (Experiment e : selected) {
             if (e.placeholder() != null) {
                 results.put(e, ExperimentResult.placeholder(e));
             } else {
-                (e.tap() == null ? ring : tap).add(e);
+                (e.tap() != null ? tap : e.vhostUser() ? vhost : ring).add(e);
             }
         }
         if (!ring.isEmpty()) {
             runRing(ring, results, progress);
+        }
+        if (!vhost.isEmpty()) {
+            runVhostUser(vhost, results, progress);
         }
         if (!tap.isEmpty()) {
             runTap(tap, results, progress);
@@ -130,6 +142,30 @@ public final class ExperimentRunner {
         }
     }
 
+    /**
+     * The vhost-user rows on one {@link AdaptivePairs} schedule of their own; one back-end per notification mode,
+     * built when a selected row first needs it and stopped when all are done.
+     */
+    private void runVhostUser(List<Experiment> vhost, Map<Experiment, ExperimentResult> results,
+                              Consumer<String> progress) throws InterruptedException {
+        try (VhostUserTxBench bench = new VhostUserTxBench(vhostWindowSeconds)) {
+            List<AdaptivePairs.Row> rows = new ArrayList<>();
+            List<RunLogs> logs = new ArrayList<>();
+            for (Experiment e : vhost) {
+                RunLogs log = new RunLogs(bench::runLog);
+                logs.add(log);
+                rows.add(new AdaptivePairs.Row(log.sides(Interleaved.sides(bench::run, e.configA(), e.configB())),
+                        e.configA(), e.configB(), e.metric(), s -> progress.accept(e.id() + ": " + s)));
+            }
+            List<AdaptivePairs.Outcome> done = AdaptivePairs.run(rows, vhostStopping, warmup, System::nanoTime);
+            for (int i = 0; i < vhost.size(); i++) {
+                Experiment e = vhost.get(i);
+                results.put(e, ExperimentResult.measured(e, done.get(i),
+                        logs.get(i).details(bench.describe(e.base().mode()), warmup)));
+            }
+        }
+    }
+
     private void runTap(List<Experiment> tap, Map<Experiment, ExperimentResult> results, Consumer<String> progress)
             throws InterruptedException {
         progress.accept(tap.getFirst().id() + ": setting up tap, namespace and load generator");
@@ -137,29 +173,52 @@ public final class ExperimentRunner {
                 * (netWindowSeconds + 3));
         try {
             for (Experiment e : tap) {
-                // each run's log entry, by side: the pairs alternate their order, so position in the log says nothing
-                List<Map<String, Object>> logA = new ArrayList<>();
-                List<Map<String, Object>> logB = new ArrayList<>();
-                Interleaved.Sides sides = side -> {
-                    RunResult r = bench.run(side == Interleaved.Side.A ? e.tap().a() : e.tap().b());
-                    (side == Interleaved.Side.A ? logA : logB).add(bench.runLog().getLast());
-                    return r;
-                };
+                RunLogs log = new RunLogs(bench::runLog);
+                Interleaved.Sides sides = log.sides(side -> bench.run(side == Interleaved.Side.A ? e.tap().a() : e.tap().b()));
                 AdaptivePairs.Row row = new AdaptivePairs.Row(sides, e.base(), e.base(), e.metric(),
                         s -> progress.accept(e.id() + ": " + s));
                 AdaptivePairs.Outcome o = AdaptivePairs.run(List.of(row), AdaptivePairs.Stopping.fixed(tapPairs),
                         warmup, System::nanoTime).getFirst();
-                List<Map<String, Object>> a = logA.subList(warmup, logA.size());
-                List<Map<String, Object>> b = logB.subList(warmup, logB.size());
-                Map<String, Object> details = new LinkedHashMap<>();
-                details.put("config", bench.describe());
-                details.put("measured_runs", bySide(new ArrayList<>(a), new ArrayList<>(b)));
-                details.put("medians", bySide(medians(a), medians(b)));
-                results.put(e, ExperimentResult.measured(e, o, details));
+                results.put(e, ExperimentResult.measured(e, o, log.details(bench.describe(), warmup)));
             }
         } finally {
             String sent = bench.stop();
             progress.accept("load generator: " + sent);
+        }
+    }
+
+    /**
+     * One row's per-run log entries (a bench's {@link NetPollBench#runLog() runLog} entry of each of its runs), by
+     * side: the pairs alternate their order, and rows sharing a bench take turns, so position in the bench's log
+     * says nothing.
+     */
+    private static final class RunLogs {
+        private final Supplier<List<Map<String, Object>>> benchLog;
+        private final List<Map<String, Object>> a = new ArrayList<>();
+        private final List<Map<String, Object>> b = new ArrayList<>();
+
+        RunLogs(Supplier<List<Map<String, Object>>> benchLog) {
+            this.benchLog = benchLog;
+        }
+
+        /** {@code sides}, keeping each run's log entry on its side. */
+        Interleaved.Sides sides(Interleaved.Sides sides) {
+            return side -> {
+                RunResult r = sides.run(side);
+                (side == Interleaved.Side.A ? a : b).add(benchLog.get().getLast());
+                return r;
+            };
+        }
+
+        /** The row's details: the set-up, the measured runs' entries (after the warm-up pairs') and their medians. */
+        Map<String, Object> details(Map<String, Object> config, int warmup) {
+            List<Map<String, Object>> ma = new ArrayList<>(a.subList(warmup, a.size()));
+            List<Map<String, Object>> mb = new ArrayList<>(b.subList(warmup, b.size()));
+            Map<String, Object> details = new LinkedHashMap<>();
+            details.put("setup", config);
+            details.put("measured_runs", bySide(ma, mb));
+            details.put("medians", bySide(medians(ma), medians(mb)));
+            return details;
         }
     }
 
@@ -233,22 +292,25 @@ public final class ExperimentRunner {
                             : e.counter().label() + " " + aToB(r, e.counter()), verdict));
         }
         sb.append('\n');
-        int ringRows = 0;
-        int atTarget = 0;
-        int budgetSpent = 0;
-        double ringSeconds = 0;
-        for (ExperimentResult r : results) {
-            if (r.pairs() != null && r.experiment().tap() == null) {
-                ringRows++;
-                atTarget += r.stop() == AdaptivePairs.Stop.TARGET ? 1 : 0;
-                budgetSpent += r.stop() == AdaptivePairs.Stop.BUDGET ? 1 : 0;
-                ringSeconds += r.seconds();
+        for (boolean vhostUser : new boolean[] {false, true}) {
+            int rows = 0;
+            int atTarget = 0;
+            int budgetSpent = 0;
+            double seconds = 0;
+            for (ExperimentResult r : results) {
+                if (r.pairs() != null && r.experiment().tap() == null && r.experiment().vhostUser() == vhostUser) {
+                    rows++;
+                    atTarget += r.stop() == AdaptivePairs.Stop.TARGET ? 1 : 0;
+                    budgetSpent += r.stop() == AdaptivePairs.Stop.BUDGET ? 1 : 0;
+                    seconds += r.seconds();
+                }
             }
-        }
-        if (atTarget + budgetSpent > 0) {
-            sb.append(String.format(Locale.ROOT, "Adaptive stopping: %d of %d ring rows reached the target half-width, %d "
-                    + "stopped when the budget was spent; the ring rows took %.0f s.%n%n", atTarget, ringRows, budgetSpent,
-                    ringSeconds));
+            if (atTarget + budgetSpent > 0) {
+                String kind = vhostUser ? "vhost-user rows" : "ring rows";
+                sb.append(String.format(Locale.ROOT, "Adaptive stopping: %d of %d %s reached the target half-width, %d "
+                        + "stopped when the budget was spent; the %s took %.0f s.%n%n", atTarget, rows, kind, budgetSpent,
+                        kind, seconds));
+            }
         }
         for (ExperimentResult r : results) {
             sb.append("- **").append(r.experiment().id()).append("**: ").append(r.experiment().claim()).append('\n');
@@ -264,6 +326,14 @@ public final class ExperimentRunner {
                         .append(Metric.ROUND_TRIP_P50_NS.label()).append(' ').append(aToB(r, Metric.ROUND_TRIP_P50_NS))
                         .append(", ").append(Metric.ROUND_TRIP_P99_NS.label()).append(' ')
                         .append(aToB(r, Metric.ROUND_TRIP_P99_NS)).append('\n');
+            }
+            if (r.experiment().vhostUser()) {
+                // the mechanism behind both figures: how often avail.idx was stored and the back-end kicked per frame
+                sb.append("  - vhost-user, back-end serve net rxonly ").append(r.experiment().base().mode().name()
+                                .toLowerCase(Locale.ROOT)).append("; ").append(Metric.AVAIL_IDX_WRITES_PER_BUFFER.label())
+                        .append(' ').append(aToB(r, Metric.AVAIL_IDX_WRITES_PER_BUFFER)).append(", ")
+                        .append(Metric.KICKS_PER_BUFFER.label()).append(' ').append(aToB(r, Metric.KICKS_PER_BUFFER))
+                        .append("; every run exact (back-end received = driver sent)\n");
             }
             if (!r.outlierPairs().isEmpty()) {
                 StringBuilder o = new StringBuilder();

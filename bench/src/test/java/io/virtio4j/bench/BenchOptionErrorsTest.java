@@ -56,6 +56,16 @@ class BenchOptionErrorsTest {
     }
 
     @Test
+    void aVhostUserRunRefusesAnOptionItsBackEndWouldNotFollow() throws InterruptedException {
+        try (VhostUserTxBench bench = new VhostUserTxBench(0.1)) {
+            InvalidBenchOptionException e = assertThrows(InvalidBenchOptionException.class,
+                    () -> bench.run(BenchConfig.defaults().with("barriers", "strong")));
+            assertEquals(List.of("barriers"), e.options());
+            assertEquals("barriers strong: a vhost-user run takes only weak", e.getMessage());
+        }
+    }
+
+    @Test
     void aUsersValueWithAPercentSignIsNotAPlaceholder() {
         ExperimentRunner runner = new ExperimentRunner(1000, 2, 0, Set.of("50%s"));
         InvalidBenchOptionException e = assertThrows(InvalidBenchOptionException.class, runner::selected);

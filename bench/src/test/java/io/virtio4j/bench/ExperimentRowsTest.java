@@ -2,6 +2,7 @@ package io.virtio4j.bench;
 
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.ordering.Ordering;
+import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
 import org.junit.jupiter.api.Test;
 
@@ -55,6 +56,27 @@ class ExperimentRowsTest {
         }
         assertTrue(Experiment.all(1000).stream().filter(e -> e.processes() == 2).allMatch(rr::contains),
                 "only these rows need a second process");
+    }
+
+    @Test
+    void lazyPublicationHasVhostUserRowsAgainstAPollingAndASleepingBackEnd() {
+        List<Experiment> vhost = new ExperimentRunner(1000, 2, 0, Set.of(Experiment.LAZY_PUBLISH)).selected().stream()
+                .filter(Experiment::vhostUser).toList();
+        assertEquals(List.of("lazy-avail-publish-vhost-user", "lazy-avail-publish-vhost-user-adaptive",
+                "lazy-avail-publish-vhost-user-notify"), vhost.stream().map(Experiment::id).toList());
+        for (Experiment e : vhost) {
+            boolean notify = e.id().endsWith("notify");
+            assertEquals(notify ? NotificationMode.NOTIFY : NotificationMode.POLL, e.base().mode(), e.id());
+            assertEquals(AvailPublication.EAGER, e.configA().availPublish(), e.id());
+            assertEquals(e.id().endsWith("adaptive") ? AvailPublication.ADAPTIVE : AvailPublication.LAZY,
+                    e.configB().availPublish(), e.id());
+            assertEquals(notify ? Metric.KICKS_PER_BUFFER : Metric.BUFFERS_PER_S, e.metric(), e.id());
+            assertTrue(e.expectsIncrease(), e.id());
+            assertEquals(notify ? Double.NaN : 1.67, e.claimedRatio(), e.id());
+            assertEquals(Metric.AVAIL_IDX_WRITES_PER_BUFFER, e.counter(), e.id());
+            assertEquals(64, e.base().bufSize(), "64-byte frames: " + e.id());
+            assertEquals(1, e.processes(), e.id());
+        }
     }
 
     @Test

@@ -5,6 +5,7 @@ import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.stats.QueueCounters;
 import io.virtio4j.devices.net.NetFeatures;
 import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.devices.net.driver.TxStream;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -14,8 +15,6 @@ import picocli.CommandLine.Spec;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.BitSet;
@@ -38,9 +37,6 @@ public final class DriveCommand {
             description = "A virtio-net front-end and guest driver over vhost-user.",
             footer = {"", "Example: virtio4j drive net --socket /tmp/net.sock --ring packed --mode echo"})
     static final class Net implements Callable<Integer> {
-        /** Byte offset of the sequence number in a frame: after the Ethernet header. */
-        private static final int SEQ_OFFSET = 14;
-        private static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
         @Spec
         CommandSpec spec;
@@ -76,9 +72,6 @@ public final class DriveCommand {
         @Option(names = "--connect-timeout", paramLabel = "S", description = "wait this long for the socket (default ${DEFAULT-VALUE})")
         int connectTimeout = 30;
 
-        private static final byte[] DST = {(byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF};
-        private static final byte[] SRC = {0x02, 0, 0, 0, 0, 0x01};
-
         private final NetDriver.FrameHandler checker = (f, length, numBuffers) -> check(f, length);
         private long received;
         private long receivedBytes;
@@ -113,49 +106,28 @@ public final class DriveCommand {
             seen = echo && packets > 0 ? new BitSet((int) packets) : null;
             VhostUserFrontend fe = VhostUserFrontend.connect(socket, Duration.ofSeconds(connectTimeout));
             try (NetDriver g = NetDriver.start(fe, config); Arena arena = Arena.ofConfined()) {
-                MemorySegment frame = arena.allocate(frameSize, 8);
-                frame.asSlice(0, 6).copyFrom(MemorySegment.ofArray(DST)); // broadcast: a switch or a tap would flood it
-                frame.asSlice(6, 6).copyFrom(MemorySegment.ofArray(SRC));
-                frame.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), 12, (short) 0x88B5); // local experimental
+                TxStream stream = new TxStream(g, 0, arena.allocate(frameSize, 8), 64, echo);
                 if (echo) {
                     g.postRx(0);
                 }
-                // txonly: nobody checks the contents, so only the sequence number changes from frame to frame (a
-                // per-byte pattern per frame would add a cost of its own to every frame measured)
-                fill(frame, 0);
                 long cpu0 = processCpuNanos();
                 long t0 = System.nanoTime();
                 long windowStart = t0 + (long) (warmup * 1e9);
                 long end = packets > 0 ? Long.MAX_VALUE : windowStart + (long) (duration * 1e9);
-                long sent = 0;
-                long sentBytes = 0;
+                long limit = packets > 0 ? packets : Long.MAX_VALUE;
                 long sentBeforeWindow = 0;
                 boolean warming = warmup > 0;
                 long now = t0;
-                while (packets > 0 ? sent < packets : (now = System.nanoTime()) < end) {
+                while (packets > 0 ? stream.sent() < packets : (now = System.nanoTime()) < end) {
                     if (warming && now >= windowStart) {
                         warming = false;
                         t0 = now;
                         cpu0 = processCpuNanos();
-                        sentBeforeWindow = sent;
+                        sentBeforeWindow = stream.sent();
                     }
-                    g.reapTx(0);
-                    int n = 0;
                     // echo: never more frames on their way than half the receive ring can take back, or a back-end
                     // that finds no receive buffer drops the echo and the count can never be exact
-                    while (g.txFree(0) > 0 && (packets == 0 || sent < packets) && n < 64
-                            && (!echo || sent - received < queueSize / 2)) {
-                        if (echo) {
-                            fill(frame, sent);
-                        } else {
-                            frame.set(LE_LONG, SEQ_OFFSET, sent);
-                        }
-                        g.send(0, frame, 0, frameSize);
-                        sent++;
-                        sentBytes += frameSize;
-                        n++;
-                    }
-                    g.kickTx(0);
+                    int n = stream.round(echo ? Math.min(limit, received + queueSize / 2) : limit);
                     if (echo) {
                         receive(g);
                     }
@@ -174,38 +146,24 @@ public final class DriveCommand {
                         }
                     }
                 }
-                drainTx(g);
+                stream.drain((long) (drain * 1e9));
                 double window = (t1 - t0) / 1e9;
                 // the transmit ring's own counters (plain fields of this thread, which drove it): how often the
                 // publication policy stored the index and how often the back-end had to be woken
                 QueueCounters tx = g.queue(NetDriver.txRing(0)).counters();
                 int txInFlight = g.txInFlight(0);
+                long sent = stream.sent();
                 long inWindow = sent - sentBeforeWindow;
                 System.out.printf(Locale.ROOT, "RESULT role=virtio4j-driver mode=%s frame=%d ring=%s in_order=%d queue_size=%d "
                                 + "avail_publish=%s window_s=%.2f TX-packets=%d TX-bytes=%d win-TX-packets=%d TX-in-flight=%d "
                                 + "TX-kicks=%d TX-kicks-suppressed=%d TX-publications=%d RX-packets=%d RX-bytes=%d "
                                 + "RX-corrupt=%d RX-duplicate=%d TX-pps=%.0f cpu=%.2f features=0x%x%n",
                         mode, frameSize, ring.name().toLowerCase(Locale.ROOT), inOrder ? 1 : 0, queueSize,
-                        availPublish.name().toLowerCase(Locale.ROOT), window, sent, sentBytes, inWindow, txInFlight,
+                        availPublish.name().toLowerCase(Locale.ROOT), window, sent, sent * frameSize, inWindow, txInFlight,
                         tx.kicksSent, tx.kicksSuppressed, tx.availIdxWrites, received, receivedBytes, corrupt, duplicate,
                         inWindow / window, (cpu1 - cpu0) / 1e9 / window, config.features());
                 System.out.flush();
                 return corrupt == 0 && duplicate == 0 && txInFlight == 0 ? 0 : 1;
-            }
-        }
-
-        /**
-         * Reaps until the back-end has used every frame sent, for at most {@code --drain} seconds, so that its
-         * receive count can equal ours when the connection closes (a frame still in the ring then is neither received
-         * nor lost, and no count could be exact). Every frame was published and kicked for by the send loop's last
-         * {@code kickTx}; a back-end that sleeps was woken by it.
-         */
-        private void drainTx(NetDriver g) throws InterruptedException {
-            long drainEnd = System.nanoTime() + (long) (drain * 1e9);
-            while (g.txInFlight(0) > 0 && System.nanoTime() < drainEnd) {
-                if (g.reapTx(0) == 0) {
-                    g.awaitTx(0, 1_000_000);
-                }
             }
         }
 
@@ -216,14 +174,6 @@ public final class DriveCommand {
          */
         private static long processCpuNanos() {
             return ProcessHandle.current().info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
-        }
-
-        /** Sequence number {@code seq} after the Ethernet header, then a pattern that follows from it. */
-        private void fill(MemorySegment frame, long seq) {
-            frame.set(LE_LONG, SEQ_OFFSET, seq);
-            for (int i = SEQ_OFFSET + 8; i < frameSize; i++) {
-                frame.set(ValueLayout.JAVA_BYTE, i, (byte) (seq + i));
-            }
         }
 
         /** Receives what is there, checks each frame, refills the receive ring; returns the frames received. */
@@ -243,18 +193,8 @@ public final class DriveCommand {
             received++;
             long frameLength = length - NetFeatures.HDR_LEN;
             receivedBytes += frameLength;
-            int base = NetFeatures.HDR_LEN;
-            if (frameLength != frameSize) {
-                corrupt++;
-                return;
-            }
-            boolean asSent = macIs(f, base, DST) && macIs(f, base + 6, SRC);
-            boolean swapped = macIs(f, base, SRC) && macIs(f, base + 6, DST);
-            long seq = f.get(LE_LONG, base + SEQ_OFFSET);
-            boolean ok = (asSent || swapped) && seq >= 0 && (packets == 0 || seq < packets);
-            for (int i = SEQ_OFFSET + 8; ok && i < frameSize; i++) {
-                ok = f.get(ValueLayout.JAVA_BYTE, base + i) == (byte) (seq + i);
-            }
+            long seq = frameLength == frameSize ? TxStream.intactSequence(f, NetFeatures.HDR_LEN, frameSize) : -1;
+            boolean ok = seq >= 0 && (packets == 0 || seq < packets);
             if (!ok) {
                 corrupt++;
             } else if (seen != null) {
@@ -263,15 +203,6 @@ public final class DriveCommand {
                 }
                 seen.set((int) seq);
             }
-        }
-
-        private static boolean macIs(MemorySegment f, long offset, byte[] mac) {
-            for (int i = 0; i < 6; i++) {
-                if (f.get(ValueLayout.JAVA_BYTE, offset + i) != mac[i]) {
-                    return false;
-                }
-            }
-            return true;
         }
     }
 }

@@ -30,7 +30,11 @@ import java.util.concurrent.Callable;
                         + "each row's 95%% interval is within --half-width of its ratio or the --budget of all rows is "
                         + "spent; --quick and --runs give every row a fixed number of pairs. Verdicts: reproduced, "
                         + "opposite, refuted (the interval holds 1 but excludes the claimed ratio), inconclusive (it holds "
-                        + "both)."},
+                        + "both).",
+                "The vhost-user rows of lazy-avail-publish (lazy-avail-publish-vhost-user*) run the front-end library's "
+                        + "driver against serve net rxonly in this process, on a schedule and budget of their own "
+                        + "(--vhost-seconds, --vhost-budget); the same set-up against DPDK's net_vhost is "
+                        + "peers/bench-publish.sh."},
         footer = {"", "Example: virtio4j experiments --quick --only barrier-strength,ring-format"})
 public final class ExperimentsCommand implements Callable<Integer> {
 
@@ -42,10 +46,11 @@ public final class ExperimentsCommand implements Callable<Integer> {
     @Option(names = "--out", paramLabel = "DIR", description = "output directory (default ${DEFAULT-VALUE})")
     Path out = Path.of("experiments-out");
     @Option(names = "--runs", description = "exactly this many A/B pairs per row (no adaptive stopping); default: 6 "
-            + "with --quick; else the ring rows stop adaptively (--half-width, --budget) and the tap rows get 16")
+            + "with --quick; else the ring rows stop adaptively (--half-width, --budget), the vhost-user rows too "
+            + "(--half-width, --vhost-budget), and the tap rows get 16")
     Integer runs;
-    @Option(names = "--half-width", paramLabel = "PCT", description = "adaptive stopping: a ring row gets no more pairs "
-            + "once its 95%% interval is within this many percent of its ratio (default ${DEFAULT-VALUE})")
+    @Option(names = "--half-width", paramLabel = "PCT", description = "adaptive stopping: a ring or vhost-user row gets no "
+            + "more pairs once its 95%% interval is within this many percent of its ratio (default ${DEFAULT-VALUE})")
     double halfWidth = 3.0;
     @Option(names = "--budget", paramLabel = "S", description = "adaptive stopping: seconds for all ring rows together "
             + "(default ${DEFAULT-VALUE}); each row gets " + FIRST_PAIRS + " pairs first, whatever the budget")
@@ -58,6 +63,12 @@ public final class ExperimentsCommand implements Callable<Integer> {
     @Option(names = "--net-seconds", paramLabel = "S", description = "net-poll-discipline: measuring window per run "
             + "(default 0.8 with --quick, else 3); needs root (tap, network namespace)")
     Double netSeconds;
+    @Option(names = "--vhost-seconds", paramLabel = "S", description = "vhost-user rows: measuring window per run, after "
+            + "0.2 s of sending (default 0.2 with --quick, else 0.5)")
+    Double vhostSeconds;
+    @Option(names = "--vhost-budget", paramLabel = "S", description = "adaptive stopping of the vhost-user rows: seconds "
+            + "for all of them together (default ${DEFAULT-VALUE}); each gets " + FIRST_PAIRS + " pairs first")
+    double vhostBudget = 180;
 
     /** Pairs every ring row gets before adaptive stopping looks at its interval. */
     static final int FIRST_PAIRS = 8;
@@ -78,13 +89,25 @@ public final class ExperimentsCommand implements Callable<Integer> {
         if (!(budget >= 0 && budget <= 86_400)) {
             throw new ParameterException(spec.commandLine(), "--budget must be in [0, 86400] seconds, got " + budget);
         }
+        if (!(vhostBudget >= 0 && vhostBudget <= 86_400)) {
+            throw new ParameterException(spec.commandLine(), "--vhost-budget must be in [0, 86400] seconds, got "
+                    + vhostBudget);
+        }
+        double vhostWindow = vhostSeconds != null ? vhostSeconds : quick ? 0.2 : 0.5;
+        if (!(vhostWindow > 0 && vhostWindow <= 3600)) {
+            throw new ParameterException(spec.commandLine(), "--vhost-seconds must be in (0, 3600], got " + vhostWindow);
+        }
         AdaptivePairs.Stopping ring = runs != null ? AdaptivePairs.Stopping.fixed(runs)
                 : quick ? AdaptivePairs.Stopping.fixed(6)
                 : AdaptivePairs.Stopping.adaptive(FIRST_PAIRS, halfWidth / 100, (long) (budget * 1e9));
+        AdaptivePairs.Stopping vhost = runs != null ? AdaptivePairs.Stopping.fixed(runs)
+                : quick ? AdaptivePairs.Stopping.fixed(6)
+                : AdaptivePairs.Stopping.adaptive(FIRST_PAIRS, halfWidth / 100, (long) (vhostBudget * 1e9));
         int tapPairs = runs != null ? runs : quick ? 6 : 16;
         Set<String> selection = only == null ? Set.of() : new LinkedHashSet<>(only);
         double netWindow = netSeconds != null ? netSeconds : quick ? 0.8 : 3.0;
-        ExperimentRunner runner = new ExperimentRunner(n, ring, tapPairs, warmup, selection, netWindow);
+        ExperimentRunner runner = new ExperimentRunner(n, ring, tapPairs, warmup, selection, netWindow, vhost,
+                vhostWindow);
         try {
             runner.selected();
         } catch (InvalidBenchOptionException e) {
@@ -99,15 +122,18 @@ public final class ExperimentsCommand implements Callable<Integer> {
         progress.clear();
         double busyAfter = MachineLoad.busyFraction(1000);
         String how = String.format(Locale.ROOT, "Measured with `virtio4j experiments%s` on %s: in-process ring rows: %s; "
-                        + "tap rows: %d pairs; runs of %,d buffers, %d warm-up pair(s) per row; pairs alternate A B, B A; "
-                        + "driver and device threads pinned to CPUs 0 and 1, cache-line ping-pong probe before and after "
-                        + "every run (net-poll-discipline rows: %.1f s windows of a UDP flood through a tap, buffers/s = "
-                        + "frames the guest received per second, no pinning); ratio = geometric mean of per-pair B/A, "
+                        + "vhost-user rows: %s; tap rows: %d pairs; runs of %,d buffers, %d warm-up pair(s) per row; pairs "
+                        + "alternate A B, B A; driver and device threads pinned to CPUs 0 and 1, cache-line ping-pong probe "
+                        + "before and after every run (vhost-user rows: the front-end library's driver sending 64-byte "
+                        + "frames into serve net rxonly, buffers/s = frames sent per second of a %.2f s window, every frame "
+                        + "counted by the back-end; net-poll-discipline rows: %.1f s windows of a UDP flood through a tap, "
+                        + "buffers/s = frames the guest received per second, no pinning); ratio = geometric mean of per-pair B/A, "
                         + "95%% CI = t interval over log ratios, ± = its half-width relative to the ratio, outliers (beyond "
                         + "%.0f MAD) counted and kept; CPU = driver + device thread CPU time; took %.0f s; other load: all CPUs "
                         + "%s busy in the second before the run, %s in the second after (/proc/stat).",
                 arguments(),
-                java.time.LocalDate.now(), ring.describe(), tapPairs, n, warmup, netWindow, PairedRatio.OUTLIER_MADS,
+                java.time.LocalDate.now(), ring.describe(), vhost.describe(), tapPairs, n, warmup, vhostWindow, netWindow,
+                PairedRatio.OUTLIER_MADS,
                 took / 1e9, busy(busyBefore), busy(busyAfter));
         ExperimentRunner.write(results, out, how);
         java.io.PrintWriter stdout = spec.commandLine().getOut();

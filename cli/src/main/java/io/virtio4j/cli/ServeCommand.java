@@ -56,20 +56,20 @@ public final class ServeCommand {
                 converter = Converters.PairNotificationConverter.class)
         Converters.PairNotification notification;
         @Option(names = "--hybrid-spin-ns", description = "hybrid: spin this long before sleeping (default ${DEFAULT-VALUE})")
-        long hybridSpinNanos = 50_000;
+        long hybridSpinNanos = NetDevice.Options.DEFAULT_HYBRID_SPIN_NANOS;
         @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
         Ordering barriers = Ordering.WEAK;
         @Option(names = "--cached-avail", arity = "1", paramLabel = "on|off", description = "on | off: device caches avail.idx read while re-enabling kicks (default on)", converter = Converters.OnOffConverter.class)
         boolean cachedAvail = true;
         @Option(names = "--weight", description = "frames per handler round before looking elsewhere (tap: per direction, "
                 + "and at most 512 KiB) (default ${DEFAULT-VALUE})")
-        int weight = 256;
+        int weight = NetDevice.Options.DEFAULT_WEIGHT;
         @Option(names = "--cpu", split = ",", paramLabel = "CPU", description = "pin queue pair threads to these CPUs, round robin")
         int[] cpus = new int[0];
         @Option(names = "--mac", description = "MAC address in the config space (default ${DEFAULT-VALUE})")
-        String mac = "52:54:00:12:34:56";
+        String mac = NetDevice.Options.DEFAULT_MAC;
         @Option(names = "--mtu", description = "MTU in the config space (default ${DEFAULT-VALUE})")
-        int mtu = 1500;
+        int mtu = NetDevice.Options.DEFAULT_MTU;
         @Option(names = "--stats-period", paramLabel = "S", description = "print per-queue statistics every S seconds (0: only at exit)")
         int statsPeriod = 0;
         // TEST ONLY (hidden): the negative control of peers/qemu-migrate.sh --device net; see NetDevice.DEBUG_SKIP_RX_DATA_LOG

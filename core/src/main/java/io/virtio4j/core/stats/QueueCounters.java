@@ -47,6 +47,35 @@ public final class QueueCounters {
         spuriousWakeups = enableCalls = disableCalls = errors = strongFences = 0;
     }
 
+    /**
+     * What was counted since {@code earlier}, a {@link #copy()} of these counters taken before: for figures over a
+     * window of a queue's life (a measuring window after a warm-up).
+     */
+    public QueueCounters minus(QueueCounters earlier) {
+        QueueCounters d = new QueueCounters();
+        d.buffers = buffers - earlier.buffers;
+        d.completions = completions - earlier.completions;
+        d.kicksSent = kicksSent - earlier.kicksSent;
+        d.kicksSuppressed = kicksSuppressed - earlier.kicksSuppressed;
+        d.notificationsSent = notificationsSent - earlier.notificationsSent;
+        d.notificationsSuppressed = notificationsSuppressed - earlier.notificationsSuppressed;
+        d.availIdxReads = availIdxReads - earlier.availIdxReads;
+        d.availIdxWrites = availIdxWrites - earlier.availIdxWrites;
+        d.usedIdxReads = usedIdxReads - earlier.usedIdxReads;
+        d.usedIdxWrites = usedIdxWrites - earlier.usedIdxWrites;
+        d.spuriousWakeups = spuriousWakeups - earlier.spuriousWakeups;
+        d.enableCalls = enableCalls - earlier.enableCalls;
+        d.disableCalls = disableCalls - earlier.disableCalls;
+        d.errors = errors - earlier.errors;
+        d.strongFences = strongFences - earlier.strongFences;
+        return d;
+    }
+
+    /** These counters as they are now (read by the thread that owns them). */
+    public QueueCounters copy() {
+        return minus(new QueueCounters());
+    }
+
     @Override
     public String toString() {
         return "buffers=" + buffers + " completions=" + completions

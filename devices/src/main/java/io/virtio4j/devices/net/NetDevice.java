@@ -52,6 +52,12 @@ public final class NetDevice implements VirtioDevice, MetricsSource, AutoCloseab
      */
     public record Options(int pairs, NetMode mode, NotificationMode[] notification, long hybridSpinNanos, int weight,
                           int[] cpus, byte[] mac, int mtu) {
+        /** {@code serve net}'s defaults, which an embedded back-end measured as the served one uses too. */
+        public static final int DEFAULT_WEIGHT = 256;
+        public static final long DEFAULT_HYBRID_SPIN_NANOS = 50_000;
+        public static final String DEFAULT_MAC = "52:54:00:12:34:56";
+        public static final int DEFAULT_MTU = 1500;
+
         public Options {
             if (pairs < 1 || pairs > 128) {
                 throw new InvalidNetOptionException("pairs", pairs, "must be in [1, 128]");

@@ -1,0 +1,261 @@
+package io.virtio4j.bench;
+
+import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.core.stats.QueueCounters;
+import io.virtio4j.devices.net.NetDevice;
+import io.virtio4j.devices.net.NetMode;
+import io.virtio4j.devices.net.NetStats;
+import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.devices.net.driver.TxStream;
+import io.virtio4j.vhost.backend.InProcessBackend;
+
+import java.lang.foreign.Arena;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The measurement behind the vhost-user rows of {@code lazy-avail-publish}: the lesson in its original set-up, a
+ * guest's driver transmitting 64-byte frames into a vhost-user back-end that busy-polls (or sleeps on kicks), with
+ * the driver's {@code avail.idx} publication policy as what differs.
+ *
+ * <p>Back-end: {@code serve net --mode rxonly} (its {@link NetDevice}, {@code serve net}'s defaults, and the
+ * vhost-user session with the default {@code BackendOptions}, as {@code serve net} builds them) waiting on its queues
+ * as the run's configuration says (poll or notify), its queue pair's thread pinned to the configuration's device CPU.
+ * It is served in this JVM over a socket pair ({@link InProcessBackend}) instead of a socket file; guest memory is
+ * still a memfd the session maps for itself, rings and kicks are the same. One device per notification mode, built
+ * on first use and served to one connection after another, as {@code serve net} serves one front-end after another;
+ * its counters add up across connections, so each run reads its own as differences.
+ *
+ * <p>Driver: the front-end library's {@link NetDriver}, connected afresh every run with the run's publication policy,
+ * ring format, queue size and EVENT_IDX, driven by a thread pinned to the driver CPU through {@link TxStream} rounds
+ * of up to {@code batch} frames of {@code bufSize} bytes ({@code drive net --mode txonly}'s loop). It sends for a
+ * settling time, then for the measuring window, whose frames per second are the run's buffers/s; the transmit ring's
+ * kicks and {@code avail.idx} stores over the window are its counters. Then it drains: waits until the back-end has
+ * used every frame, disconnects, and the back-end's count of frames received in the run must equal the frames sent,
+ * with no drop, or the run fails ({@link BenchmarkFailedException}): no frame is ever silently lost.
+ */
+public final class VhostUserTxBench implements AutoCloseable {
+    private static final long SETTLE_NANOS = 200_000_000L;
+    private static final long DRAIN_NANOS = 10_000_000_000L;
+    private static final int PROBE_ROUNDS = 20_000;
+    /**
+     * The configuration's options a run follows; {@code bufs} means nothing here (runs are timed). Every other option
+     * must keep its default, or a row would claim a setting the back-end (built with serve net's defaults) never had.
+     */
+    private static final Set<String> FOLLOWED = Set.of("bufs", "queue-size", "ring", "batch", "buf-size", "event-idx",
+            "in-order", "avail-publish", "notify", "driver-cpu", "device-cpu");
+
+    private final double windowSeconds;
+    private final Map<NotificationMode, NetDevice> devices = new EnumMap<>(NotificationMode.class);
+    private final Map<NotificationMode, Integer> deviceCpus = new EnumMap<>(NotificationMode.class);
+    private final List<Map<String, Object>> runLog = new ArrayList<>();
+
+    /** @param windowSeconds measuring window of each run, after {@link #SETTLE_NANOS} of sending */
+    public VhostUserTxBench(double windowSeconds) {
+        if (!(windowSeconds > 0 && windowSeconds <= 3600)) {
+            throw new InvalidBenchOptionException("%s must be in (0, 3600] seconds, got " + windowSeconds, "vhostSeconds");
+        }
+        this.windowSeconds = windowSeconds;
+    }
+
+    /** What every run shares, for the report. */
+    public Map<String, Object> describe(NotificationMode mode) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("backend", "serve net --mode rxonly --notify " + mode.name().toLowerCase(Locale.ROOT)
+                + " (NetDevice and vhost-user session as serve net builds them, weight " + NetDevice.Options.DEFAULT_WEIGHT
+                + ", served in this JVM over a socket pair), queue pair thread pinned to the device CPU");
+        m.put("driver", "NetDriver (the front-end library's), connected afresh every run with the row's publication "
+                + "policy, on a thread pinned to the driver CPU: drive net --mode txonly's loop (TxStream: reclaim, add up "
+                + "to batch frames, kickTx)");
+        m.put("settle_s", SETTLE_NANOS / 1e9);
+        m.put("window_s", windowSeconds);
+        m.put("exact", "after each window the driver drains until the back-end used every frame; the back-end's "
+                + "received count must equal the driver's sent count with no drop, or the run fails");
+        return m;
+    }
+
+    /** Per-run figures, in run order, for the report. */
+    public List<Map<String, Object>> runLog() {
+        return runLog;
+    }
+
+    /** One measured run of {@code cfg}: its publication policy against the back-end waiting as its mode says. */
+    public RunResult run(BenchConfig cfg) throws InterruptedException {
+        Map<String, String> given = cfg.toMap();
+        BenchConfig.defaults().toMap().forEach((option, value) -> {
+            if (!FOLLOWED.contains(option) && !value.equals(given.get(option))) {
+                throw new InvalidBenchOptionException("%s " + InvalidBenchOptionException.literal(given.get(option))
+                        + ": a vhost-user run takes only " + value, option);
+            }
+        });
+        NetDevice device = device(cfg.mode(), cfg.deviceCpu());
+        double before = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
+        NetStats s0 = device.stats(0);
+        long gc0 = RingBenchmark.gcCount();
+        NetDriver.Config config = NetDriver.Config.defaults().withFormat(cfg.ring()).withInOrder(cfg.inOrder())
+                .withQueueSize(cfg.ringSize()).withEventIdx(cfg.eventIdx()).withPublication(cfg.availPublish());
+        InProcessBackend.Connected c = InProcessBackend.start(device, "vhost-user-tx-bench");
+        Sender sender;
+        try (NetDriver g = NetDriver.start(c.frontend(), config)) {
+            sender = new Sender(g, device, cfg, (long) (windowSeconds * 1e9));
+            Thread t = new Thread(sender, "vhost-user-tx-driver");
+            t.start();
+            long limitMillis = (SETTLE_NANOS + DRAIN_NANOS) / 1_000_000 + (long) (windowSeconds * 1000) + 30_000;
+            t.join(limitMillis);
+            if (t.isAlive()) {
+                t.interrupt();
+                t.join(5000);
+                throw new BenchmarkStalledException("vhost-user driver did not finish within " + limitMillis + " ms");
+            }
+            if (sender.failure.get() != null) {
+                throw new BenchmarkFailedException("vhost-user driver failed: " + sender.failure.get(), sender.failure.get());
+            }
+        } finally {
+            c.backend().awaitEnd(); // the connection ended: the device's queue thread is stopped, its counts final
+        }
+        NetStats s1 = device.stats(0);
+        long received = s1.fromGuestPackets() - s0.fromGuestPackets();
+        long drops = s1.fromGuestDrops() - s0.fromGuestDrops();
+        if (!sender.drained || received != sender.sent || drops != 0) {
+            throw new BenchmarkFailedException(String.format(Locale.ROOT, "vhost-user %s, %s: the driver sent %d frames, "
+                            + "the back-end received %d and dropped %d%s", cfg.mode(), cfg.availPublish(), sender.sent,
+                    received, drops, sender.drained ? "" : "; frames were still in flight after the "
+                            + DRAIN_NANOS / 1_000_000_000 + " s drain"), null);
+        }
+        double after = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
+        Window w0 = sender.start;
+        Window w1 = sender.end;
+        long frames = w1.sent - w0.sent;
+        if (frames <= 0) {
+            // the ring stayed full for the whole window: the back-end used nothing (its thread got no CPU); a rate of
+            // 0 has no ratio, so the run fails rather than be dropped
+            throw new BenchmarkFailedException("vhost-user " + cfg.mode() + ", " + cfg.availPublish() + ": no frame sent "
+                    + "in the " + windowSeconds + " s window, the back-end used none (" + sender.sent + " sent in all)", null);
+        }
+        QueueCounters tx = w1.tx.minus(w0.tx);
+        QueueCounters dev = new QueueCounters();
+        dev.buffers = w1.stats.fromGuestPackets() - w0.stats.fromGuestPackets();
+        dev.completions = dev.buffers;
+        dev.notificationsSent = w1.stats.notifications() - w0.stats.notifications();
+        dev.spuriousWakeups = w1.stats.spuriousWakeups() - w0.stats.spuriousWakeups();
+        long nanos = w1.nanos - w0.nanos;
+        Map<String, Object> log = new LinkedHashMap<>();
+        log.put("backend", cfg.mode().name().toLowerCase(Locale.ROOT));
+        log.put("publish", cfg.availPublish().name().toLowerCase(Locale.ROOT));
+        log.put("window_frames", frames);
+        log.put("pps", frames * 1e9 / nanos);
+        log.put("tx", sender.sent);
+        log.put("backend_rx", received);
+        log.put("kicks_per_frame", (double) tx.kicksSent / frames);
+        log.put("publications_per_frame", (double) tx.availIdxWrites / frames);
+        log.put("backend_kicks_read", w1.stats.kicks() - w0.stats.kicks());
+        // in the window: the driver's and the back-end's threads allocate nothing per frame
+        log.put("driver_allocated_bytes", sender.driverAllocated);
+        log.put("device_allocated_bytes", w1.deviceAlloc - w0.deviceAlloc);
+        log.put("driver_cpu_ms", (w1.driverCpu - w0.driverCpu) / 1e6);
+        log.put("device_cpu_ms", (w1.deviceCpu - w0.deviceCpu) / 1e6);
+        runLog.add(log);
+        return new RunResult(frames, nanos, w1.driverCpu - w0.driverCpu, w1.deviceCpu - w0.deviceCpu, tx, dev, 0,
+                dev.spuriousWakeups, RingBenchmark.gcCount() - gc0,
+                sender.driverAllocated + (w1.deviceAlloc - w0.deviceAlloc),
+                Pinning.describe(cfg, sender.pinError, null), before, after, 0);
+    }
+
+    /** The back-end for {@code mode}, built on first use. */
+    private NetDevice device(NotificationMode mode, int cpu) {
+        Integer pinned = deviceCpus.get(mode);
+        if (pinned != null && pinned != cpu) {
+            throw new IllegalArgumentException("the " + mode + " back-end runs on CPU " + pinned + ", not " + cpu);
+        }
+        return devices.computeIfAbsent(mode, m -> {
+            deviceCpus.put(m, cpu);
+            return new NetDevice(new NetDevice.Options(1, NetMode.RXONLY, m, NetDevice.Options.DEFAULT_HYBRID_SPIN_NANOS,
+                    NetDevice.Options.DEFAULT_WEIGHT, cpu < 0 ? new int[0] : new int[] {cpu},
+                    HexFormat.ofDelimiter(":").parseHex(NetDevice.Options.DEFAULT_MAC), NetDevice.Options.DEFAULT_MTU));
+        });
+    }
+
+    /** Figures read at the start and the end of the measuring window, on the driver's thread. */
+    private record Window(long nanos, long sent, QueueCounters tx, NetStats stats, long driverCpu, long deviceCpu,
+                          long deviceAlloc) {
+        static Window take(TxStream s, NetDriver g, NetDevice device) {
+            com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            long worker = device.workerThreadId(0);
+            if (worker < 0) {
+                throw new BenchmarkFailedException("the back-end's queue thread is not running", null);
+            }
+            NetStats stats = device.stats(0);
+            QueueCounters tx = g.queue(NetDriver.txRing(0)).counters().copy();
+            return new Window(System.nanoTime(), s.sent(), tx, stats, t.getCurrentThreadCpuTime(),
+                    t.getThreadCpuTime(worker), t.getThreadAllocatedBytes(worker));
+        }
+    }
+
+    /** The driver's thread: settle, window, drain. */
+    private static final class Sender implements Runnable {
+        private final NetDriver g;
+        private final NetDevice device;
+        private final BenchConfig cfg;
+        private final long windowNanos;
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+        // written by the sender's thread, read after joining it
+        String pinError;
+        Window start;
+        Window end;
+        long driverAllocated;
+        long sent;
+        boolean drained;
+
+        Sender(NetDriver g, NetDevice device, BenchConfig cfg, long windowNanos) {
+            this.g = g;
+            this.device = device;
+            this.cfg = cfg;
+            this.windowNanos = windowNanos;
+        }
+
+        @Override
+        public void run() {
+            try (Arena arena = Arena.ofConfined()) {
+                pinError = Pinning.pin(cfg.driverCpu(), "driver");
+                TxStream s = new TxStream(g, 0, arena.allocate(cfg.bufSize(), 8), cfg.batch(), false);
+                send(s, System.nanoTime() + SETTLE_NANOS);
+                start = Window.take(s, g, device);
+                // read right around the sending loop, so the snapshots' own objects are not counted
+                com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+                long alloc0 = t.getCurrentThreadAllocatedBytes();
+                send(s, start.nanos + windowNanos);
+                driverAllocated = t.getCurrentThreadAllocatedBytes() - alloc0;
+                end = Window.take(s, g, device);
+                drained = s.drain(DRAIN_NANOS);
+                sent = s.sent();
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        }
+
+        private static void send(TxStream s, long until) {
+            while (System.nanoTime() < until) {
+                if (s.round(Long.MAX_VALUE) == 0) {
+                    Thread.onSpinWait();
+                }
+            }
+        }
+    }
+
+    /** Stops the back-ends. */
+    @Override
+    public void close() {
+        for (NetDevice d : devices.values()) {
+            d.close();
+        }
+        devices.clear();
+    }
+}
