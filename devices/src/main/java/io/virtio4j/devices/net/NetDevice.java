@@ -285,6 +285,14 @@ public final class NetDevice implements VirtioDevice, MetricsSource, AutoCloseab
         return runners.threadId(pair);
     }
 
+    /**
+     * Null when the thread serving queue pair {@code pair} now is pinned to its CPU (or was not asked to be), else why
+     * it is not: not started, not yet pinned, or refused by the kernel.
+     */
+    public String workerPinError(int pair) {
+        return runners.pinError(pair);
+    }
+
     /** Statistics of queue pair {@code pair} over the device's life, across connections. */
     public NetStats stats(int pair) {
         return runners.stats(pair);

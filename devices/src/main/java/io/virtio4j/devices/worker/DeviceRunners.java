@@ -125,6 +125,15 @@ public final class DeviceRunners<W extends QueueWorker, S> {
         return r == null ? -1 : r.threadId();
     }
 
+    /**
+     * Null when the thread serving slot {@code slot} now is pinned to its CPU or was not asked to be, else why it is
+     * not ({@link QueueRunner#pinError()}); "not started" while it is not.
+     */
+    public synchronized String pinError(int slot) {
+        QueueRunner r = runners[slot];
+        return r == null ? "slot " + slot + "'s thread is not started" : r.pinError();
+    }
+
     private QueueRunner runner(int slot) {
         if (runners[slot] == null) {
             int cpu = cpus.length == 0 ? -1 : cpus[slot % cpus.length];

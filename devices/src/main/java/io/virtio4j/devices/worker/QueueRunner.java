@@ -87,6 +87,12 @@ public final class QueueRunner implements AutoCloseable {
     private final Epoll epoll;
     private final Thread thread;
     private volatile boolean stop;
+    /**
+     * Why the thread is not pinned to {@link #cpu} now, or null when it is (or was not asked to be): set before the
+     * thread starts, cleared by the thread once pinned. Written by the thread, read by anyone (a benchmark reporting
+     * whether its figures came from a pinned thread).
+     */
+    private volatile String pinError;
     /** What runs once the thread has ended ({@link #whenEnded}); guarded by itself, as is {@link #ended}. */
     private final List<Runnable> atEnd = new ArrayList<>();
     private boolean ended;
@@ -128,9 +134,18 @@ public final class QueueRunner implements AutoCloseable {
             mailbox.close();
             throw e;
         }
+        this.pinError = cpu >= 0 ? name + " not pinned to CPU " + cpu + " yet" : null;
         this.thread = new Thread(this::run, name);
         this.thread.setDaemon(true);
         this.thread.start();
+    }
+
+    /**
+     * Null when the thread is pinned to its CPU (or was not asked to be), else why it is not: it has not got to it
+     * yet, or the kernel refused (the error is also logged).
+     */
+    public String pinError() {
+        return pinError;
     }
 
     /** The thread's id, for CPU time and allocation figures (ThreadMXBean). */
@@ -346,8 +361,10 @@ public final class QueueRunner implements AutoCloseable {
         if (cpu >= 0) {
             try {
                 Affinity.pinCurrentThread(cpu);
+                pinError = null;
             } catch (LinuxException | IllegalArgumentException e) {
-                LOG.warning(name + ": not pinned to CPU " + cpu + ": " + e.getMessage());
+                pinError = name + " not pinned to CPU " + cpu + ": " + e.getMessage();
+                LOG.warning(pinError);
             }
         }
         Throwable death = null;

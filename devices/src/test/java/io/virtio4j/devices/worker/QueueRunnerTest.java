@@ -95,6 +95,40 @@ class QueueRunnerTest {
         assertEquals(1, w.stops.get());
     }
 
+    /**
+     * The runner says whether its thread is pinned, not only its log: a CPU the kernel refuses (1023, past any this
+     * machine has) leaves an error naming the thread and the CPU, a CPU it may use (one it runs on) none.
+     */
+    @Test
+    @Timeout(60)
+    void theRunnerSaysWhetherItsThreadIsPinned() {
+        int allowed = io.virtio4j.os.Affinity.allowedCpus()[0];
+        for (int cpu : new int[] {1023, allowed}) {
+            CountingWork w = new CountingWork(0);
+            QueueRunner r = new QueueRunner("pin-runner", cpu, 0, w);
+            try {
+                // a pass runs after the pinning attempt: from then on its outcome is final
+                while (w.passes.get() == 0) {
+                    Thread.onSpinWait();
+                }
+                if (cpu == 1023) {
+                    assertTrue(r.pinError() != null && r.pinError().startsWith("pin-runner not pinned to CPU 1023: "),
+                            String.valueOf(r.pinError()));
+                } else {
+                    assertNull(r.pinError(), "CPU " + cpu);
+                }
+            } finally {
+                r.close();
+            }
+        }
+        QueueRunner unpinned = new QueueRunner("unpinned-runner", -1, 0, new CountingWork(0));
+        try {
+            assertNull(unpinned.pinError(), "not asked to pin: no error, even before its thread has run");
+        } finally {
+            unpinned.close();
+        }
+    }
+
     @Test
     @Timeout(60)
     void aPassThatThrowsKillsTheRunnerAndCloseDoesNotWaitForIt() {
