@@ -1,6 +1,5 @@
 package io.virtio4j.cli;
 
-import io.virtio4j.core.ordering.Ordering;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.blk.BlkDevice;
 import io.virtio4j.devices.blk.BlkStats;
@@ -116,7 +115,7 @@ final class ServeBlkCommand implements Callable<Integer> {
         String banner = String.format(Locale.ROOT, "virtio4j serve blk: %s, %d bytes, block %d, %d queue(s), io %s, iodepth %d%s",
                 store, store.size(), store.blockSize(), queues, options.engine().label(), depth,
                 readOnly ? ", read-only" : "");
-        Serving.serve(endpoint, metrics, device, "blk", new BackendOptions(Ordering.WEAK, true, 32), statsPeriod,
+        Serving.serve(endpoint, metrics, device, "blk", BackendOptions.defaults(), statsPeriod,
                 () -> print(device, "stats"), shutdown, banner);
         return 0;
     }

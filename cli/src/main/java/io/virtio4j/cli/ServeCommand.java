@@ -58,9 +58,9 @@ public final class ServeCommand {
         @Option(names = "--hybrid-spin-ns", description = "hybrid: spin this long before sleeping (default ${DEFAULT-VALUE})")
         long hybridSpinNanos = NetDevice.Options.DEFAULT_HYBRID_SPIN_NANOS;
         @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
-        Ordering barriers = Ordering.WEAK;
+        Ordering barriers = BackendOptions.defaults().ordering();
         @Option(names = "--cached-avail", arity = "1", paramLabel = "on|off", description = "on | off: device caches avail.idx read while re-enabling kicks (default on)", converter = Converters.OnOffConverter.class)
-        boolean cachedAvail = true;
+        boolean cachedAvail = BackendOptions.defaults().cachedAvailOnEnable();
         @Option(names = "--weight", description = "frames per handler round before looking elsewhere (tap: per direction, "
                 + "and at most 512 KiB) (default ${DEFAULT-VALUE})")
         int weight = NetDevice.Options.DEFAULT_WEIGHT;
@@ -114,7 +114,7 @@ public final class ServeCommand {
                 print(device, "final");
                 device.close();
             };
-            Serving.serve(endpoint, metrics, device, "net", new BackendOptions(barriers, cachedAvail, 32), statsPeriod,
+            Serving.serve(endpoint, metrics, device, "net", BackendOptions.of(barriers, cachedAvail), statsPeriod,
                     () -> print(device, "stats"), shutdown, banner);
             return 0;
         }

@@ -1,6 +1,5 @@
 package io.virtio4j.cli;
 
-import io.virtio4j.core.ordering.Ordering;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.rng.InvalidRngOptionException;
 import io.virtio4j.devices.rng.RngDevice;
@@ -65,7 +64,7 @@ final class ServeRngCommand implements Callable<Integer> {
             device.close();
             print(device, "final");
         };
-        Serving.serve(endpoint, device, new BackendOptions(Ordering.WEAK, true, 32), statsPeriod,
+        Serving.serve(endpoint, device, BackendOptions.defaults(), statsPeriod,
                 () -> print(device, "stats"), shutdown, "virtio4j serve rng: " + what + ", " + notification.name().toLowerCase(Locale.ROOT));
         return 0;
     }

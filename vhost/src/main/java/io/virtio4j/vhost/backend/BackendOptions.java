@@ -24,7 +24,17 @@ public record BackendOptions(Ordering ordering, boolean cachedAvailOnEnable, int
         }
     }
 
+    /**
+     * The options {@code virtio4j serve} runs a back-end with, given its {@code --barriers} and {@code --cached-avail}
+     * (serve blk and rng: {@link #defaults()}); everything else as {@link #defaults()}. The one place they are built,
+     * so that a back-end served in process as serve builds it (the experiments' vhost-user rows) is that back-end.
+     */
+    public static BackendOptions of(Ordering ordering, boolean cachedAvailOnEnable) {
+        return new BackendOptions(ordering, cachedAvailOnEnable, DEFAULT_MAX_MEM_SLOTS);
+    }
+
+    /** Weak barriers, cached avail index on re-enable, {@link #DEFAULT_MAX_MEM_SLOTS}: serve's defaults. */
     public static BackendOptions defaults() {
-        return new BackendOptions(Ordering.WEAK, true, DEFAULT_MAX_MEM_SLOTS);
+        return of(Ordering.WEAK, true);
     }
 }
