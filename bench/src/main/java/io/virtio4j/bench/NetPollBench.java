@@ -18,8 +18,6 @@ import io.virtio4j.vhost.backend.InProcessBackend;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
-import java.lang.management.GarbageCollectorMXBean;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -137,6 +135,7 @@ public final class NetPollBench implements AutoCloseable {
         Counter counter = new Counter();
         long[] guestSpurious = new long[1];
         Throwable[] failure = new Throwable[1];
+        Throwable primary = null;
         try (device; NetDriver guest = NetDriver.start(c.frontend(), BENCH_GUEST)) {
             java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
             Thread receiver = new Thread(() -> {
@@ -176,54 +175,47 @@ public final class NetPollBench implements AutoCloseable {
             long frames = s1.frames - s0.frames;
             if (frames <= 0) {
                 throw new BenchmarkFailedException("no frame reached the guest in " + windowSeconds + " s (" + polling.describe()
-                        + "): " + s1.stats, null);
+                        + "): " + s1.device.stats(), null);
             }
-            NetStats d = s1.stats;
-            NetStats b = s0.stats;
-            QueueCounters dev = new QueueCounters();
-            dev.notificationsSent = d.notifications() - b.notifications();
-            dev.spuriousWakeups = d.spuriousWakeups() - b.spuriousWakeups();
-            dev.completions = d.toGuestPackets() - b.toGuestPackets();
+            NetRun.Window w0 = s0.device;
+            NetRun.Window w1 = s1.device;
+            NetStats d = w1.stats();
+            NetStats b = w0.stats();
+            QueueCounters dev = w1.deviceSince(w0, false);
             Map<String, Object> log = new LinkedHashMap<>();
             log.put("discipline", polling.describe());
             log.put("frames", frames);
-            log.put("pps", frames * 1e9 / (s1.nanos - s0.nanos));
+            log.put("pps", frames * 1e9 / (w1.nanos() - w0.nanos()));
             log.put("wakeups", d.wakeups() - b.wakeups());
-            log.put("spurious_wakeups", d.spuriousWakeups() - b.spuriousWakeups());
+            log.put("spurious_wakeups", dev.spuriousWakeups);
             log.put("rx_eagain", d.rxEagain() - b.rxEagain());
             log.put("tx_eagain", d.txEagain() - b.txEagain());
             log.put("tap_registrations", d.tapRegistrations() - b.tapRegistrations());
             log.put("tap_read_calls", d.tapReadCalls() - b.tapReadCalls());
             log.put("weight_limited", d.weightLimited() - b.weightLimited());
             log.put("rx_ring_empty", d.rxRingEmpty() - b.rxRingEmpty());
-            log.put("worker_cpu_ms", (s1.workerCpu - s0.workerCpu) / 1e6);
-            log.put("guest_cpu_ms", (s1.guestCpu - s0.guestCpu) / 1e6);
-            log.put("worker_allocated_bytes", s1.workerAlloc - s0.workerAlloc);
+            log.put("worker_cpu_ms", (w1.workerCpu() - w0.workerCpu()) / 1e6);
+            log.put("guest_cpu_ms", (w1.guestCpu() - w0.guestCpu()) / 1e6);
+            log.put("worker_allocated_bytes", w1.workerAlloc() - w0.workerAlloc());
             log.put("tap_tx_dropped", s1.tapDropped - s0.tapDropped);
             runLog.add(log);
-            return new RunResult(frames, s1.nanos - s0.nanos, s1.guestCpu - s0.guestCpu, s1.workerCpu - s0.workerCpu,
-                    guest.queue(NetDriver.rxRing(0)).counters(), dev, guestSpurious[0],
-                    d.spuriousWakeups() - b.spuriousWakeups(),
-                    s1.gc - s0.gc, s1.workerAlloc - s0.workerAlloc, "not pinned", Double.NaN, Double.NaN, 0);
+            return new RunResult(frames, w1.nanos() - w0.nanos(), w1.guestCpu() - w0.guestCpu(),
+                    w1.workerCpu() - w0.workerCpu(), guest.queue(NetDriver.rxRing(0)).counters(), dev, guestSpurious[0],
+                    dev.spuriousWakeups, w1.gc() - w0.gc(), w1.workerAlloc() - w0.workerAlloc(), "not pinned", Double.NaN,
+                    Double.NaN, 0);
+        } catch (Throwable e) {
+            primary = e;
+            throw e;
         } finally {
-            c.backend().awaitEnd();
+            NetRun.awaitEnd(c.backend(), primary);
         }
     }
 
-    /** Figures read at the start and the end of the measuring window. */
-    private record Snapshot(long nanos, long frames, NetStats stats, long workerCpu, long workerAlloc, long guestCpu,
-                            long gc, long tapDropped) {
+    /** Figures read at the start and the end of the measuring window: the device's and the generator's frames. */
+    private record Snapshot(NetRun.Window device, long frames, long tapDropped) {
         static Snapshot take(NetDevice device, Thread receiver, Counter counter, TapNamespace ns) {
             long tapDropped = ns.tapStatistic("tx_dropped");
-            com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-            long worker = device.workerThreadId(0);
-            long gc = 0;
-            for (GarbageCollectorMXBean g : ManagementFactory.getGarbageCollectorMXBeans()) {
-                gc += Math.max(0, g.getCollectionCount());
-            }
-            long nanos = System.nanoTime();
-            return new Snapshot(nanos, counter.published, device.stats(0), t.getThreadCpuTime(worker),
-                    t.getThreadAllocatedBytes(worker), t.getThreadCpuTime(receiver.threadId()), gc, tapDropped);
+            return new Snapshot(NetRun.Window.take(device, receiver.threadId()), counter.published, tapDropped);
         }
     }
 

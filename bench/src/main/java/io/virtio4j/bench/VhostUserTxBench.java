@@ -26,32 +26,42 @@ import java.util.concurrent.atomic.AtomicReference;
  * guest's driver transmitting 64-byte frames into a vhost-user back-end that busy-polls (or sleeps on kicks), with
  * the driver's {@code avail.idx} publication policy as what differs.
  *
- * <p>Back-end: {@code serve net --mode rxonly} (its {@link NetDevice}, {@code serve net}'s defaults, and the
- * vhost-user session with the default {@code BackendOptions}, as {@code serve net} builds them) waiting on its queues
- * as the run's configuration says (poll or notify), its queue pair's thread pinned to the configuration's device CPU.
- * It is served in this JVM over a socket pair ({@link InProcessBackend}) instead of a socket file; guest memory is
- * still a memfd the session maps for itself, rings and kicks are the same. One device per notification mode, built
- * on first use and served to one connection after another, as {@code serve net} serves one front-end after another;
- * its counters add up across connections, so each run reads its own as differences.
+ * <p>Back-end: {@code serve net --mode rxonly} (its {@link NetDevice} with {@code serve net}'s defaults, and the
+ * vhost-user session with {@code BackendOptions.defaults()}, what {@code serve net} builds with its default
+ * {@code --barriers} and {@code --cached-avail}) waiting on its queues as the run's configuration says (poll or
+ * notify), its queue pair's thread pinned to the configuration's device CPU (a run whose thread the kernel did not pin
+ * says so in its pinning). It is served in this JVM over a socket pair ({@link InProcessBackend}) instead of a socket
+ * file; guest memory is still a memfd the session maps for itself, rings and kicks are the same. One device per
+ * notification mode, built on first use and served to one connection after another, as {@code serve net} serves one
+ * front-end after another; its counters add up across connections, so each run reads its own as differences.
  *
  * <p>Driver: the front-end library's {@link NetDriver}, connected afresh every run with the run's publication policy,
  * ring format, queue size and EVENT_IDX, driven by a thread pinned to the driver CPU through {@link TxStream} rounds
  * of up to {@code batch} frames of {@code bufSize} bytes ({@code drive net --mode txonly}'s loop). It sends for a
  * settling time, then for the measuring window, whose frames per second are the run's buffers/s; the transmit ring's
- * kicks and {@code avail.idx} stores over the window are its counters. Then it drains: waits until the back-end has
- * used every frame, disconnects, and the back-end's count of frames received in the run must equal the frames sent,
- * with no drop, or the run fails ({@link BenchmarkFailedException}): no frame is ever silently lost.
+ * kicks and {@code avail.idx} stores over the window are its counters. The window lasts its time and at least
+ * {@link #MIN_WINDOW_FRAMES} frames (within a grace of 10 s), so that a short one on a loaded machine still measures
+ * something. Then it drains: waits until the back-end has used every frame, disconnects, and the back-end's count of
+ * frames received in the run must equal the frames sent, with no drop, or the run fails
+ * ({@link BenchmarkFailedException}): no frame is ever silently lost.
  */
 public final class VhostUserTxBench implements AutoCloseable {
     private static final long SETTLE_NANOS = 200_000_000L;
     private static final long DRAIN_NANOS = 10_000_000_000L;
+    private static final long DRAIN_STEP_NANOS = 10_000_000L;
+    /** Frames a window holds at least, time permitting ({@link #WINDOW_GRACE_NANOS}): see {@link Sender#run}. */
+    static final long MIN_WINDOW_FRAMES = 1024;
+    private static final long WINDOW_GRACE_NANOS = 10_000_000_000L;
+    /** How long a sender told to stop gets to end before its driver is left open rather than closed under it. */
+    private static final long STOP_MILLIS = 5_000;
     private static final int PROBE_ROUNDS = 20_000;
     /**
-     * The configuration's options a run follows; {@code bufs} means nothing here (runs are timed). Every other option
-     * must keep its default, or a row would claim a setting the back-end (built with serve net's defaults) never had.
+     * The configuration's options a run follows, what a row's report gives as its configuration. Every other option
+     * must keep its default, or a row would claim a setting the back-end (built with serve net's defaults) never had;
+     * {@code bufs} is taken at any value and means nothing here (runs are timed).
      */
-    private static final Set<String> FOLLOWED = Set.of("bufs", "queue-size", "ring", "batch", "buf-size", "event-idx",
-            "in-order", "avail-publish", "notify", "driver-cpu", "device-cpu");
+    static final Set<String> FOLLOWED = Set.of("queue-size", "ring", "batch", "buf-size", "event-idx", "in-order",
+            "avail-publish", "notify", "driver-cpu", "device-cpu");
 
     private final double windowSeconds;
     private final Map<NotificationMode, NetDevice> devices = new EnumMap<>(NotificationMode.class);
@@ -60,10 +70,26 @@ public final class VhostUserTxBench implements AutoCloseable {
 
     /** @param windowSeconds measuring window of each run, after {@link #SETTLE_NANOS} of sending */
     public VhostUserTxBench(double windowSeconds) {
+        this.windowSeconds = checkWindow(windowSeconds);
+    }
+
+    /** {@code windowSeconds} when it is a window a run can have, else refused naming {@code vhostSeconds}. */
+    static double checkWindow(double windowSeconds) {
         if (!(windowSeconds > 0 && windowSeconds <= 3600)) {
             throw new InvalidBenchOptionException("%s must be in (0, 3600] seconds, got " + windowSeconds, "vhostSeconds");
         }
-        this.windowSeconds = windowSeconds;
+        return windowSeconds;
+    }
+
+    /** The options of {@code cfg} a run follows ({@link #FOLLOWED}), in the configuration's order. */
+    static Map<String, String> followed(BenchConfig cfg) {
+        Map<String, String> m = new LinkedHashMap<>();
+        cfg.toMap().forEach((option, value) -> {
+            if (FOLLOWED.contains(option)) {
+                m.put(option, value);
+            }
+        });
+        return m;
     }
 
     /** What every run shares, for the report. */
@@ -77,6 +103,7 @@ public final class VhostUserTxBench implements AutoCloseable {
                 + "to batch frames, kickTx)");
         m.put("settle_s", SETTLE_NANOS / 1e9);
         m.put("window_s", windowSeconds);
+        m.put("window_min_frames", MIN_WINDOW_FRAMES);
         m.put("exact", "after each window the driver drains until the back-end used every frame; the back-end's "
                 + "received count must equal the driver's sent count with no drop, or the run fails");
         return m;
@@ -91,7 +118,7 @@ public final class VhostUserTxBench implements AutoCloseable {
     public RunResult run(BenchConfig cfg) throws InterruptedException {
         Map<String, String> given = cfg.toMap();
         BenchConfig.defaults().toMap().forEach((option, value) -> {
-            if (!FOLLOWED.contains(option) && !value.equals(given.get(option))) {
+            if (!FOLLOWED.contains(option) && !option.equals("bufs") && !value.equals(given.get(option))) {
                 throw new InvalidBenchOptionException("%s " + InvalidBenchOptionException.literal(given.get(option))
                         + ": a vhost-user run takes only " + value, option);
             }
@@ -99,27 +126,46 @@ public final class VhostUserTxBench implements AutoCloseable {
         NetDevice device = device(cfg.mode(), cfg.deviceCpu());
         double before = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
         NetStats s0 = device.stats(0);
-        long gc0 = RingBenchmark.gcCount();
         NetDriver.Config config = NetDriver.Config.defaults().withFormat(cfg.ring()).withInOrder(cfg.inOrder())
                 .withQueueSize(cfg.ringSize()).withEventIdx(cfg.eventIdx()).withPublication(cfg.availPublish());
         InProcessBackend.Connected c = InProcessBackend.start(device, "vhost-user-tx-bench");
-        Sender sender;
-        try (NetDriver g = NetDriver.start(c.frontend(), config)) {
-            sender = new Sender(g, device, cfg, (long) (windowSeconds * 1e9));
-            Thread t = new Thread(sender, "vhost-user-tx-driver");
-            t.start();
-            long limitMillis = (SETTLE_NANOS + DRAIN_NANOS) / 1_000_000 + (long) (windowSeconds * 1000) + 30_000;
-            t.join(limitMillis);
-            if (t.isAlive()) {
-                t.interrupt();
-                t.join(5000);
-                throw new BenchmarkStalledException("vhost-user driver did not finish within " + limitMillis + " ms");
+        Sender sender = null;
+        Throwable primary = null;
+        boolean senderEnded = true;
+        try {
+            NetDriver g = NetDriver.start(c.frontend(), config);
+            try {
+                sender = new Sender(g, device, cfg, (long) (windowSeconds * 1e9));
+                Thread t = new Thread(sender, "vhost-user-tx-driver");
+                t.start();
+                long limitMillis = (SETTLE_NANOS + WINDOW_GRACE_NANOS + DRAIN_NANOS) / 1_000_000
+                        + (long) (windowSeconds * 1000) + 30_000;
+                t.join(limitMillis);
+                if (t.isAlive()) {
+                    // every step of the sender's loops checks the flag: it ends within a round or a drain step
+                    sender.stop = true;
+                    t.join(STOP_MILLIS);
+                    senderEnded = !t.isAlive();
+                    throw new BenchmarkStalledException("vhost-user driver did not finish within " + limitMillis + " ms"
+                            + (senderEnded ? "" : "; its thread did not stop either, so the driver is left open"));
+                }
+                if (sender.failure.get() != null) {
+                    throw new BenchmarkFailedException("vhost-user driver failed: " + sender.failure.get(),
+                            sender.failure.get());
+                }
+            } finally {
+                // never under a thread still sending on it: a closed driver's rings are unmapped memory
+                if (senderEnded) {
+                    g.close();
+                }
             }
-            if (sender.failure.get() != null) {
-                throw new BenchmarkFailedException("vhost-user driver failed: " + sender.failure.get(), sender.failure.get());
-            }
+        } catch (Throwable e) {
+            primary = e;
+            throw e;
         } finally {
-            c.backend().awaitEnd(); // the connection ended: the device's queue thread is stopped, its counts final
+            if (senderEnded) {
+                NetRun.awaitEnd(c.backend(), primary); // the connection ended: the queue thread is stopped, counts final
+            }
         }
         NetStats s1 = device.stats(0);
         long received = s1.fromGuestPackets() - s0.fromGuestPackets();
@@ -131,42 +177,39 @@ public final class VhostUserTxBench implements AutoCloseable {
                             + DRAIN_NANOS / 1_000_000_000 + " s drain"), null);
         }
         double after = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
-        Window w0 = sender.start;
-        Window w1 = sender.end;
-        long frames = w1.sent - w0.sent;
+        NetRun.Window w0 = sender.start.device;
+        NetRun.Window w1 = sender.end.device;
+        long frames = sender.end.sent - sender.start.sent;
         if (frames <= 0) {
-            // the ring stayed full for the whole window: the back-end used nothing (its thread got no CPU); a rate of
-            // 0 has no ratio, so the run fails rather than be dropped
+            // the ring stayed full for the whole window and its grace: the back-end used nothing (its thread got no
+            // CPU); a rate of 0 has no ratio, so the run fails rather than be dropped
             throw new BenchmarkFailedException("vhost-user " + cfg.mode() + ", " + cfg.availPublish() + ": no frame sent "
-                    + "in the " + windowSeconds + " s window, the back-end used none (" + sender.sent + " sent in all)", null);
+                    + "in the " + windowSeconds + " s window and its " + WINDOW_GRACE_NANOS / 1_000_000_000
+                    + " s grace, the back-end used none (" + sender.sent + " sent in all)", null);
         }
-        QueueCounters tx = w1.tx.minus(w0.tx);
-        QueueCounters dev = new QueueCounters();
-        dev.buffers = w1.stats.fromGuestPackets() - w0.stats.fromGuestPackets();
-        dev.completions = dev.buffers;
-        dev.notificationsSent = w1.stats.notifications() - w0.stats.notifications();
-        dev.spuriousWakeups = w1.stats.spuriousWakeups() - w0.stats.spuriousWakeups();
-        long nanos = w1.nanos - w0.nanos;
+        QueueCounters tx = sender.end.tx.minus(sender.start.tx);
+        QueueCounters dev = w1.deviceSince(w0, true);
+        long nanos = w1.nanos() - w0.nanos();
         Map<String, Object> log = new LinkedHashMap<>();
         log.put("backend", cfg.mode().name().toLowerCase(Locale.ROOT));
         log.put("publish", cfg.availPublish().name().toLowerCase(Locale.ROOT));
         log.put("window_frames", frames);
+        log.put("window_s", nanos / 1e9);
         log.put("pps", frames * 1e9 / nanos);
         log.put("tx", sender.sent);
         log.put("backend_rx", received);
         log.put("kicks_per_frame", (double) tx.kicksSent / frames);
         log.put("publications_per_frame", (double) tx.availIdxWrites / frames);
-        log.put("backend_kicks_read", w1.stats.kicks() - w0.stats.kicks());
+        log.put("backend_kicks_read", w1.stats().kicks() - w0.stats().kicks());
         // in the window: the driver's and the back-end's threads allocate nothing per frame
         log.put("driver_allocated_bytes", sender.driverAllocated);
-        log.put("device_allocated_bytes", w1.deviceAlloc - w0.deviceAlloc);
-        log.put("driver_cpu_ms", (w1.driverCpu - w0.driverCpu) / 1e6);
-        log.put("device_cpu_ms", (w1.deviceCpu - w0.deviceCpu) / 1e6);
+        log.put("device_allocated_bytes", w1.workerAlloc() - w0.workerAlloc());
+        log.put("driver_cpu_ms", (w1.guestCpu() - w0.guestCpu()) / 1e6);
+        log.put("device_cpu_ms", (w1.workerCpu() - w0.workerCpu()) / 1e6);
         runLog.add(log);
-        return new RunResult(frames, nanos, w1.driverCpu - w0.driverCpu, w1.deviceCpu - w0.deviceCpu, tx, dev, 0,
-                dev.spuriousWakeups, RingBenchmark.gcCount() - gc0,
-                sender.driverAllocated + (w1.deviceAlloc - w0.deviceAlloc),
-                Pinning.describe(cfg, sender.pinError, null), before, after, 0);
+        return new RunResult(frames, nanos, w1.guestCpu() - w0.guestCpu(), w1.workerCpu() - w0.workerCpu(), tx, dev, 0,
+                dev.spuriousWakeups, w1.gc() - w0.gc(), sender.driverAllocated + (w1.workerAlloc() - w0.workerAlloc()),
+                Pinning.describe(cfg, sender.pinError, w1.pinErrorSince(w0)), before, after, 0);
     }
 
     /** The back-end for {@code mode}, built on first use. */
@@ -184,28 +227,22 @@ public final class VhostUserTxBench implements AutoCloseable {
     }
 
     /** Figures read at the start and the end of the measuring window, on the driver's thread. */
-    private record Window(long nanos, long sent, QueueCounters tx, NetStats stats, long driverCpu, long deviceCpu,
-                          long deviceAlloc) {
+    private record Window(NetRun.Window device, long sent, QueueCounters tx) {
         static Window take(TxStream s, NetDriver g, NetDevice device) {
-            com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-            long worker = device.workerThreadId(0);
-            if (worker < 0) {
-                throw new BenchmarkFailedException("the back-end's queue thread is not running", null);
-            }
-            NetStats stats = device.stats(0);
-            QueueCounters tx = g.queue(NetDriver.txRing(0)).counters().copy();
-            return new Window(System.nanoTime(), s.sent(), tx, stats, t.getCurrentThreadCpuTime(),
-                    t.getThreadCpuTime(worker), t.getThreadAllocatedBytes(worker));
+            return new Window(NetRun.Window.take(device, Thread.currentThread().threadId()), s.sent(),
+                    g.queue(NetDriver.txRing(0)).counters().copy());
         }
     }
 
-    /** The driver's thread: settle, window, drain. */
+    /** The driver's thread: settle, window, drain; each step ends early once {@link #stop} is set. */
     private static final class Sender implements Runnable {
         private final NetDriver g;
         private final NetDevice device;
         private final BenchConfig cfg;
         private final long windowNanos;
         final AtomicReference<Throwable> failure = new AtomicReference<>();
+        /** Set by the run's thread when the sender overran its time: end now, the driver is about to be closed. */
+        volatile boolean stop;
         // written by the sender's thread, read after joining it
         String pinError;
         Window start;
@@ -226,27 +263,44 @@ public final class VhostUserTxBench implements AutoCloseable {
             try (Arena arena = Arena.ofConfined()) {
                 pinError = Pinning.pin(cfg.driverCpu(), "driver");
                 TxStream s = new TxStream(g, 0, arena.allocate(cfg.bufSize(), 8), cfg.batch(), false);
-                send(s, System.nanoTime() + SETTLE_NANOS);
+                long settled = System.nanoTime() + SETTLE_NANOS;
+                send(s, settled, 0, settled);
                 start = Window.take(s, g, device);
                 // read right around the sending loop, so the snapshots' own objects are not counted
                 com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
                 long alloc0 = t.getCurrentThreadAllocatedBytes();
-                send(s, start.nanos + windowNanos);
+                // the window ends at the later of its time and MIN_WINDOW_FRAMES sent (so used by the back-end, but
+                // for a ring's worth), within a grace: on a loaded machine a short window can fall where the back-end
+                // got no CPU at all, and a rate of nothing has no ratio
+                send(s, start.device.nanos() + windowNanos, start.sent + MIN_WINDOW_FRAMES,
+                        start.device.nanos() + windowNanos + WINDOW_GRACE_NANOS);
                 driverAllocated = t.getCurrentThreadAllocatedBytes() - alloc0;
                 end = Window.take(s, g, device);
-                drained = s.drain(DRAIN_NANOS);
+                drained = drain(s);
                 sent = s.sent();
             } catch (Throwable t) {
                 failure.set(t);
             }
         }
 
-        private static void send(TxStream s, long until) {
-            while (System.nanoTime() < until) {
+        /** Rounds until {@code until} and {@code frames} sent, or {@code hardEnd}, or {@link #stop}. */
+        private void send(TxStream s, long until, long frames, long hardEnd) {
+            long now;
+            while (!stop && (now = System.nanoTime()) < hardEnd && (now < until || s.sent() < frames)) {
                 if (s.round(Long.MAX_VALUE) == 0) {
                     Thread.onSpinWait();
                 }
             }
+        }
+
+        /** {@link TxStream#drain} in steps, so that {@link #stop} is seen within one. */
+        private boolean drain(TxStream s) throws InterruptedException {
+            long end = System.nanoTime() + DRAIN_NANOS;
+            boolean done;
+            do {
+                done = s.drain(DRAIN_STEP_NANOS);
+            } while (!done && !stop && System.nanoTime() < end);
+            return done;
         }
     }
 
