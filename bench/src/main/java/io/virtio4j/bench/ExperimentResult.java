@@ -24,6 +24,24 @@ public record ExperimentResult(Experiment experiment, Interleaved.Pairs pairs, P
         return new ExperimentResult(e, null, null, Verdict.NOT_MEASURED, null, Double.NaN, null);
     }
 
+    /** A row that did not finish: {@code why} says what stopped it (on one line, with no table separator). */
+    public static ExperimentResult failed(Experiment e, String why) {
+        return new ExperimentResult(e, null, null, Verdict.NOT_MEASURED,
+                Map.of(FAILURE, why.replace('\n', ' ').replace('|', '/')), Double.NaN, null);
+    }
+
+    private static final String FAILURE = "failure";
+
+    /** Whether the row was to be measured and did not finish. */
+    public boolean failed() {
+        return pairs == null && details != null && details.containsKey(FAILURE);
+    }
+
+    /** For a row without pairs: what stopped it, or why it cannot run yet (a placeholder); null for a measured row. */
+    public String notMeasuredBecause() {
+        return pairs != null ? null : failed() ? (String) details.get(FAILURE) : experiment.placeholder();
+    }
+
     /** The one place ratio and verdict are computed, for every kind of experiment. */
     public static ExperimentResult measured(Experiment e, AdaptivePairs.Outcome o, Map<String, Object> details) {
         PairedRatio r = o.pairs().ratio(e.metric());
@@ -110,12 +128,13 @@ public record ExperimentResult(Experiment experiment, Interleaved.Pairs pairs, P
             j.put("b", Map.of("label", e.b()));
             j.put("ratio", null);
             j.put("ci95", null);
-            j.put("verdict", e.placeholder());
-            j.put("status", "placeholder");
+            j.put("verdict", notMeasuredBecause());
+            j.put("status", failed() ? "failed" : "placeholder");
             return j;
         }
         if (e.tap() == null) {
-            j.put("config", new LinkedHashMap<>(e.base().toMap()));
+            // a vhost-user row follows only some of the options (the others are the back-end's, as serve net has them)
+            j.put("config", new LinkedHashMap<>(e.vhostUser() ? VhostUserTxBench.followed(e.base()) : e.base().toMap()));
             j.put("processes", e.processes());
         }
         if (e.vhostUser()) {

@@ -28,6 +28,7 @@ public final class ExperimentRunner {
     private final double netWindowSeconds;
     private final AdaptivePairs.Stopping vhostStopping;
     private final double vhostWindowSeconds;
+    private final List<RuntimeException> failures = new ArrayList<>();
 
     /** {@code runs} pairs for every row. */
     public ExperimentRunner(long bufs, int runs, int warmup, Set<String> only) {
@@ -41,6 +42,7 @@ public final class ExperimentRunner {
      * @param netWindowSeconds   measuring window of each run of the tap back-end experiments
      * @param vhostStopping      how many pairs the vhost-user rows get
      * @param vhostWindowSeconds measuring window of each run of the vhost-user rows
+     * @throws InvalidBenchOptionException naming {@code vhostSeconds} when that window is out of range
      */
     public ExperimentRunner(long bufs, AdaptivePairs.Stopping ringStopping, int tapPairs, int warmup, Set<String> only,
                             double netWindowSeconds, AdaptivePairs.Stopping vhostStopping, double vhostWindowSeconds) {
@@ -51,7 +53,8 @@ public final class ExperimentRunner {
         this.only = only;
         this.netWindowSeconds = netWindowSeconds;
         this.vhostStopping = vhostStopping;
-        this.vhostWindowSeconds = vhostWindowSeconds;
+        // refused now, not after the ring rows have run
+        this.vhostWindowSeconds = VhostUserTxBench.checkWindow(vhostWindowSeconds);
     }
 
     public List<Experiment> selected() {
@@ -86,20 +89,48 @@ public final class ExperimentRunner {
                 (e.tap() != null ? tap : e.vhostUser() ? vhost : ring).add(e);
             }
         }
-        if (!ring.isEmpty()) {
-            runRing(ring, results, progress);
-        }
-        if (!vhost.isEmpty()) {
-            runVhostUser(vhost, results, progress);
-        }
-        if (!tap.isEmpty()) {
-            runTap(tap, results, progress);
-        }
+        runGroup("ring", ring, results, progress, this::runRing);
+        runGroup("vhost-user", vhost, results, progress, this::runVhostUser);
+        runGroup("tap", tap, results, progress, this::runTap);
         List<ExperimentResult> out = new ArrayList<>();
         for (Experiment e : selected) {
             out.add(results.get(e));
         }
         return out;
+    }
+
+    /** Failures of groups of rows, in the order they happened: the rows of each are reported as failed. */
+    public List<RuntimeException> failures() {
+        return failures;
+    }
+
+    /** Runs a group of rows, putting each finished row's result into {@code results}. */
+    interface Group {
+        void run(List<Experiment> rows, Map<Experiment, ExperimentResult> results, Consumer<String> progress)
+                throws InterruptedException;
+    }
+
+    /**
+     * Runs {@code group} over {@code rows}, when there are any. When it fails (a run that was not exact, a stall),
+     * every row of it without a result is reported as failed, naming the failure, which is kept in {@link #failures()},
+     * and the other groups still run: the rows that finished, in this group and in the others, are written, and the
+     * command still ends in failure.
+     */
+    void runGroup(String kind, List<Experiment> rows, Map<Experiment, ExperimentResult> results,
+                  Consumer<String> progress, Group group) throws InterruptedException {
+        if (rows.isEmpty()) {
+            return;
+        }
+        try {
+            group.run(rows, results, progress);
+        } catch (RuntimeException e) {
+            failures.add(e);
+            String why = "failed: the " + kind + " rows stopped at " + e;
+            for (Experiment x : rows) {
+                results.putIfAbsent(x, ExperimentResult.failed(x, why));
+            }
+            progress.accept(why);
+        }
     }
 
     /**
@@ -276,7 +307,7 @@ public final class ExperimentRunner {
             String claimed = Double.isNaN(e.claimedRatio()) ? "more kicks" : String.format(Locale.ROOT, "%.3f", e.claimedRatio());
             if (r.pairs() == null) {
                 sb.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | - | - | - | - | - | %s | 0 | - | - | - | - | %s |%n",
-                        e.id(), e.a(), e.b(), e.metric().label(), claimed, e.placeholder()));
+                        e.id(), e.a(), e.b(), e.metric().label(), claimed, r.notMeasuredBecause()));
                 continue;
             }
             Metric m = e.metric();

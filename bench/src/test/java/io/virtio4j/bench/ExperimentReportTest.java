@@ -88,6 +88,46 @@ class ExperimentReportTest {
         assertTrue(orange, "the outlier pair is marked");
     }
 
+    /**
+     * A group of rows that fails after one of its rows finished (a vhost-user run that was not exact, after the ring
+     * rows' budget was spent): the finished row is kept and written, the rest are marked failed naming why, the other
+     * groups still run, and the failure is kept for the command to fail on.
+     */
+    @Test
+    void aFailingGroupKeepsTheRowsThatFinishedAndMarksTheRestFailed(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        ExperimentRunner runner = new ExperimentRunner(1000, 2, 0, java.util.Set.of());
+        List<Experiment> all = Experiment.all(1000);
+        Experiment done = toggleRow();
+        Experiment notDone = all.stream().filter(e -> e.id().equals("lazy-avail-publish-vhost-user")).findFirst().orElseThrow();
+        Experiment other = all.stream().filter(e -> e.id().equals("in-order")).findFirst().orElseThrow();
+        Map<Experiment, ExperimentResult> results = new java.util.HashMap<>();
+        List<String> progress = new ArrayList<>();
+        BenchmarkFailedException inexact = new BenchmarkFailedException("vhost-user POLL, LAZY: the driver sent 10 frames, "
+                + "the back-end received 9 and dropped 0", null);
+        runner.runGroup("vhost-user", List.of(done, notDone), results, progress::add, (rows, out, p) -> {
+            out.put(done, result(new double[] {0.96, 0.97, 0.95}, new double[] {170, 165, 160}));
+            throw inexact;
+        });
+        runner.runGroup("ring", List.of(other), results, progress::add, (rows, out, p) -> out.put(other, result(
+                new double[] {0.96, 0.97}, new double[] {170, 165})));
+        assertEquals(List.of(inexact), runner.failures());
+        assertEquals(3, results.get(done).pairs().size(), "the finished row is kept");
+        assertTrue(results.containsKey(other) && !results.get(other).failed(), "the next group still ran");
+        ExperimentResult failed = results.get(notDone);
+        assertTrue(failed.failed());
+        String why = "failed: the vhost-user rows stopped at " + inexact;
+        assertEquals(why, failed.notMeasuredBecause());
+        assertEquals(List.of(why), progress);
+        ExperimentRunner.write(List.of(results.get(done), failed), dir, "how");
+        String md = java.nio.file.Files.readString(dir.resolve("experiments.md"));
+        assertTrue(md.contains("| lazy-avail-publish-vhost-user | eager | lazy | "), md);
+        assertTrue(md.lines().anyMatch(l -> l.startsWith("| lazy-avail-publish-vhost-user ") && l.endsWith("| " + why + " |")), md);
+        String json = java.nio.file.Files.readString(dir.resolve("experiments.json"));
+        assertTrue(json.contains("\"status\": \"failed\"") && json.contains("the back-end received 9 and dropped 0"), json);
+        assertTrue(java.nio.file.Files.size(dir.resolve("cached-avail-idx-toggle.png")) > 0, "the finished row's chart");
+    }
+
     @Test
     void pairsInTwoCacheStatesAreSplitByTheProbe() {
         double[] r = {0.96, 0.97, 0.95, 0.90, 0.91, 0.89};

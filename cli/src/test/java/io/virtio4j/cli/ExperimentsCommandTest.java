@@ -65,7 +65,8 @@ class ExperimentsCommandTest {
 
     /**
      * The vhost-user rows of lesson 4 (the front-end library's driver into {@code serve net rxonly}, polling and
-     * sleeping on kicks): each run's back-end received exactly the frames the driver sent, eager stores
+     * sleeping on kicks): each run's back-end received exactly the frames the driver sent, the driver's sending loop
+     * allocated nothing in the window, the row's configuration holds only what the run follows, eager stores
      * {@code avail.idx} once per frame and lazy and adaptive at most that often and at least once per round of 64, a
      * kick never comes without a publication, and each row has its half-width, a verdict and its mechanism figures.
      */
@@ -87,7 +88,11 @@ class ExperimentsCommandTest {
             assertTrue(row.has("half_width"), id);
             assertEquals(id.endsWith("notify") ? "kicks_per_buffer" : "buffers_per_s", row.get("metric").getAsString(), id);
             String b = id.endsWith("adaptive") ? "adaptive" : "lazy";
-            assertEquals(id.endsWith("notify") ? "notify" : "poll", row.getAsJsonObject("config").get("notify").getAsString(), id);
+            JsonObject config = row.getAsJsonObject("config");
+            assertEquals(id.endsWith("notify") ? "notify" : "poll", config.get("notify").getAsString(), id);
+            // only the options the run follows: none the back-end has as serve net builds it (barriers, bufs, ...)
+            assertEquals(Set.of("queue-size", "ring", "batch", "buf-size", "event-idx", "in-order", "avail-publish",
+                    "notify", "driver-cpu", "device-cpu"), config.keySet(), id);
             JsonObject runs = row.getAsJsonObject("measured_runs");
             // a ratio of kicks per frame has no interval when a run had no kick at all: only then "not measured"
             boolean kicklessRun = id.endsWith("notify") && List.of("a", "b").stream()
@@ -105,6 +110,8 @@ class ExperimentsCommandTest {
                     long windowFrames = run.get("window_frames").getAsLong();
                     assertEquals(tx, run.get("backend_rx").getAsLong(), "every frame sent was received: " + run);
                     assertTrue(windowFrames > 0 && windowFrames <= tx, id + ": " + run);
+                    // the sending loop allocates nothing: not one byte over a window of thousands of frames
+                    assertEquals(0, run.get("driver_allocated_bytes").getAsLong(), id + ": " + run);
                     double publications = run.get("publications_per_frame").getAsDouble();
                     if (side.equals("a")) {
                         assertEquals(1.0, publications, "eager publishes every frame: " + run);
@@ -126,6 +133,15 @@ class ExperimentsCommandTest {
         }
         assertTrue(md.contains("  - vhost-user, back-end serve net rxonly notify; avail.idx writes/buffer "), md);
         assertTrue(Files.size(out.resolve("lazy-avail-publish-vhost-user.png")) > 0);
+    }
+
+    @Test
+    void aVhostUserWindowOutOfRangeIsRefusedByItsFlagBeforeAnyRowRuns() {
+        // a ring row selected too: refused before it runs, not after
+        String[] r = execute("experiments", "--only", "barrier-strength,lazy-avail-publish-vhost-user", "--vhost-seconds",
+                "0");
+        assertEquals("2", r[0]);
+        assertTrue(r[1].startsWith("--vhost-seconds must be in (0, 3600] seconds, got 0.0"), r[1]);
     }
 
     @Test
