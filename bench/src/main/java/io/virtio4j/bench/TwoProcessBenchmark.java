@@ -68,14 +68,22 @@ public final class TwoProcessBenchmark implements AutoCloseable {
         }
     }
 
-    /** One run with the driver here and the device in the other process. */
-    public RunResult run(BenchConfig cfg) throws InterruptedException {
+    /**
+     * Refuses a configuration no run in two processes takes: a caller checks before {@link #start()}, so that it does
+     * not start the device's JVM (and run other configurations) only to be refused later.
+     */
+    public static void check(BenchConfig cfg) {
         if (cfg.flightRecording()) {
             // a recording here would watch the driver's JVM only, not the device's: a figure that looks like the
             // whole cost and is half of it
             throw new InvalidBenchOptionException("%s runs in process only, not with %s 2 (the device's JVM would run "
                     + "unrecorded)", "flightRecording", "processes");
         }
+    }
+
+    /** One run with the driver here and the device in the other process. */
+    public RunResult run(BenchConfig cfg) throws InterruptedException {
+        check(cfg);
         double before = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
         BenchLayout layout = BenchLayout.of(cfg);
         long gcBefore = RingBenchmark.gcCount();

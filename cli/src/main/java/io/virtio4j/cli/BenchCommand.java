@@ -147,10 +147,19 @@ public final class BenchCommand implements Callable<Integer> {
         if (processes == 1) {
             return measure(cfg, BenchRunner.IN_PROCESS);
         }
+        try {
+            // every configuration the command will run, refused before the device's JVM starts
+            TwoProcessBenchmark.check(cfg);
+            if (compare != null) {
+                Comparison c = comparison(cfg);
+                TwoProcessBenchmark.check(c.a());
+                TwoProcessBenchmark.check(c.b());
+            }
+        } catch (InvalidBenchOptionException e) {
+            throw OptionFlags.rejected(spec, e); // by the flags (--flight-recording, --processes)
+        }
         try (TwoProcessBenchmark two = TwoProcessBenchmark.start()) {
             return measure(cfg, two::run);
-        } catch (InvalidBenchOptionException e) {
-            throw OptionFlags.rejected(spec, e); // a run it refuses (--flight-recording), by the flags
         }
     }
 

@@ -314,11 +314,21 @@ class OptionErrorsAndHelpTest {
     }
 
     @Test
-    void aFlightRecordingAcrossTwoProcessesIsRefusedByItsFlags() {
-        // the recording would watch the driver's JVM only: refused at the first run, by the flags
-        String[] r = execute("bench", "--processes", "2", "--bufs", "1000", "--compare", "flight-recording=off,on");
+    void aFlightRecordingAcrossTwoProcessesIsRefusedByItsFlagsBeforeAnythingRuns() {
+        // the recording would watch the driver's JVM only: refused by the flags, and before the device's JVM starts
+        // and side A runs (bench prints its header to standard output before the first run: nothing may come)
+        java.io.PrintStream stdout = System.out;
+        java.io.ByteArrayOutputStream printed = new java.io.ByteArrayOutputStream();
+        String[] r;
+        try {
+            System.setOut(new java.io.PrintStream(printed, true, java.nio.charset.StandardCharsets.UTF_8));
+            r = execute("bench", "--processes", "2", "--bufs", "1000", "--compare", "flight-recording=off,on");
+        } finally {
+            System.setOut(stdout);
+        }
         assertEquals("2", r[0]);
         assertTrue(r[1].startsWith("--flight-recording runs in process only, not with --processes 2"), r[1]);
+        assertEquals("", printed.toString(java.nio.charset.StandardCharsets.UTF_8), "nothing ran");
     }
 
     @Test
