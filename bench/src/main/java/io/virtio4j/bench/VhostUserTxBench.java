@@ -129,14 +129,21 @@ public final class VhostUserTxBench implements AutoCloseable {
         NetDriver.Config config = NetDriver.Config.defaults().withFormat(cfg.ring()).withInOrder(cfg.inOrder())
                 .withQueueSize(cfg.ringSize()).withEventIdx(cfg.eventIdx()).withPublication(cfg.availPublish());
         InProcessBackend.Connected c = InProcessBackend.start(device, "vhost-user-tx-bench");
-        Sender sender = null;
+        Sender sender;
+        Thread sending = null;
         Throwable primary = null;
-        boolean senderEnded = true;
         try {
             NetDriver g = NetDriver.start(c.frontend(), config);
-            try {
-                sender = new Sender(g, device, cfg, (long) (windowSeconds * 1e9));
-                Thread t = new Thread(sender, "vhost-user-tx-driver");
+            sender = new Sender(g, device, cfg, (long) (windowSeconds * 1e9));
+            Thread t = new Thread(sender, "vhost-user-tx-driver");
+            sending = t;
+            // never closed under a thread still sending on it (a closed driver's rings are unmapped memory): a sender
+            // that would not stop leaves it open; a failure to close rides along with the run's own
+            try (Closer unlessSending = () -> {
+                if (!t.isAlive()) {
+                    g.close();
+                }
+            }) {
                 t.start();
                 long limitMillis = (SETTLE_NANOS + WINDOW_GRACE_NANOS + DRAIN_NANOS) / 1_000_000
                         + (long) (windowSeconds * 1000) + 30_000;
@@ -145,26 +152,21 @@ public final class VhostUserTxBench implements AutoCloseable {
                     // every step of the sender's loops checks the flag: it ends within a round or a drain step
                     sender.stop = true;
                     t.join(STOP_MILLIS);
-                    senderEnded = !t.isAlive();
                     throw new BenchmarkStalledException("vhost-user driver did not finish within " + limitMillis + " ms"
-                            + (senderEnded ? "" : "; its thread did not stop either, so the driver is left open"));
+                            + (t.isAlive() ? "; its thread did not stop either, so the driver is left open" : ""));
                 }
                 if (sender.failure.get() != null) {
                     throw new BenchmarkFailedException("vhost-user driver failed: " + sender.failure.get(),
                             sender.failure.get());
-                }
-            } finally {
-                // never under a thread still sending on it: a closed driver's rings are unmapped memory
-                if (senderEnded) {
-                    g.close();
                 }
             }
         } catch (Throwable e) {
             primary = e;
             throw e;
         } finally {
-            if (senderEnded) {
-                NetRun.awaitEnd(c.backend(), primary); // the connection ended: the queue thread is stopped, counts final
+            if (sending == null || !sending.isAlive()) {
+                // the connection ends once the driver is closed: the queue thread is stopped, its counts final
+                NetRun.awaitEnd(c.backend(), primary);
             }
         }
         NetStats s1 = device.stats(0);
@@ -224,6 +226,12 @@ public final class VhostUserTxBench implements AutoCloseable {
                     NetDevice.Options.DEFAULT_WEIGHT, cpu < 0 ? new int[0] : new int[] {cpu},
                     HexFormat.ofDelimiter(":").parseHex(NetDevice.Options.DEFAULT_MAC), NetDevice.Options.DEFAULT_MTU));
         });
+    }
+
+    /** Closing without a checked exception, for a try-with-resources that closes only when it may. */
+    private interface Closer extends AutoCloseable {
+        @Override
+        void close();
     }
 
     /** Figures read at the start and the end of the measuring window, on the driver's thread. */
