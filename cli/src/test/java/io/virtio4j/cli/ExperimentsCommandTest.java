@@ -65,8 +65,8 @@ class ExperimentsCommandTest {
 
     /**
      * The vhost-user rows of lesson 4 (the front-end library's driver into {@code serve net rxonly}, polling and
-     * sleeping on kicks): each run's back-end received exactly the frames the driver sent, the driver's sending loop
-     * allocated nothing in the window, the row's configuration holds only what the run follows, eager stores
+     * sleeping on kicks): each run's back-end received exactly the frames the driver sent, the row's configuration
+     * holds only what the run follows, eager stores
      * {@code avail.idx} once per frame and lazy and adaptive at most that often and at least once per round of 64, a
      * kick never comes without a publication, and each row has its half-width, a verdict and its mechanism figures.
      */
@@ -110,8 +110,6 @@ class ExperimentsCommandTest {
                     long windowFrames = run.get("window_frames").getAsLong();
                     assertEquals(tx, run.get("backend_rx").getAsLong(), "every frame sent was received: " + run);
                     assertTrue(windowFrames > 0 && windowFrames <= tx, id + ": " + run);
-                    // the sending loop allocates nothing: not one byte over a window of thousands of frames
-                    assertEquals(0, run.get("driver_allocated_bytes").getAsLong(), id + ": " + run);
                     double publications = run.get("publications_per_frame").getAsDouble();
                     if (side.equals("a")) {
                         assertEquals(1.0, publications, "eager publishes every frame: " + run);

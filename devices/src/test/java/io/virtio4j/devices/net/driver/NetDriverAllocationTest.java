@@ -1,5 +1,6 @@
 package io.virtio4j.devices.net.driver;
 
+import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.devices.net.NetDevice;
 import io.virtio4j.devices.net.NetMode;
@@ -97,6 +98,52 @@ class NetDriverAllocationTest {
                     + ECHOES_PER_ROUND + " echoes");
             assertEquals(0, leastWorker, "bytes allocated by the device's worker in its least allocating round of "
                     + ECHOES_PER_ROUND + " echoes");
+        } finally {
+            c.backend().awaitEnd();
+        }
+    }
+
+    /**
+     * The sending loop of {@code drive net --mode txonly} and of the experiments' vhost-user rows ({@link TxStream}
+     * rounds: reclaim, add up to a batch, publish as the policy says, kick) into an rxonly back-end, polling or sleeping
+     * on kicks, under each publication policy: once compiled, neither the sending thread nor the back-end's worker
+     * allocates. (The experiments log both per run; their short CI runs can end before the JIT is done, so the
+     * figure is asserted here, where rounds repeat until the compiled code is in place.)
+     */
+    @ParameterizedTest
+    @CsvSource({"POLL, EAGER", "POLL, LAZY", "NOTIFY, ADAPTIVE"})
+    void txStreamRoundsIntoAnRxonlyBackEndAllocateNothing(NotificationMode mode, AvailPublication publication)
+            throws Exception {
+        NetDevice device = new NetDevice(new NetDevice.Options(1, NetMode.RXONLY, mode, 20_000, 64, new int[0],
+                new byte[] {0x52, 0x54, 0x00, 0x12, 0x34, 0x56}, 1500));
+        InProcessBackend.Connected c = InProcessBackend.start(device, "tx-stream-alloc");
+        try (device; Arena arena = Arena.ofConfined();
+             NetDriver d = NetDriver.start(c.frontend(), NetDriver.Config.defaults().withPublication(publication))) {
+            TxStream s = new TxStream(d, 0, arena.allocate(64, 8), 64, false);
+            long worker = device.workerThreadId(0);
+            assertNotEquals(-1, worker, "the pair's worker runs once the rings started");
+            long leastDriver = Long.MAX_VALUE;
+            long leastWorker = Long.MAX_VALUE;
+            for (int round = 0; round < MAX_ROUNDS && (leastDriver > 0 || leastWorker > 0); round++) {
+                long before = THREADS.getCurrentThreadAllocatedBytes();
+                long workerBefore = THREADS.getThreadAllocatedBytes(worker);
+                for (int i = 0; i < ECHOES_PER_ROUND; i++) {
+                    s.round(Long.MAX_VALUE);
+                }
+                if (!s.drain(WAIT_NANOS)) {
+                    throw new AssertionError("frames still in flight after " + WAIT_NANOS / 1_000_000 + " ms");
+                }
+                // after the drain: every frame of the round was used, so what the worker allocated for it is counted
+                long workerBytes = THREADS.getThreadAllocatedBytes(worker) - workerBefore;
+                long driverBytes = THREADS.getCurrentThreadAllocatedBytes() - before;
+                leastDriver = Math.min(leastDriver, driverBytes);
+                leastWorker = Math.min(leastWorker, workerBytes);
+            }
+            assertEquals(0, leastDriver, "bytes allocated by the sender in its least allocating round of "
+                    + ECHOES_PER_ROUND + " rounds");
+            assertEquals(0, leastWorker, "bytes allocated by the rxonly worker in its least allocating round of "
+                    + ECHOES_PER_ROUND + " rounds");
+            assertEquals(s.sent(), device.stats(0).fromGuestPackets(), "every frame sent was received");
         } finally {
             c.backend().awaitEnd();
         }
