@@ -307,8 +307,9 @@ stop_kept() {   # stop_kept X: its RESULT RX-packets against everything the driv
 # A new JVM pair: both started, then warmed one after the other with an unmeasured driver run of --backend-warmup s
 # (of the first size) while the other is stopped.
 start_pair() {
-  local x
-  JVM=$((JVM + 1)) REP=warm-up SIZE=${sizes%% *}
+  # REP and SIZE local: the messages (at) name the warm-up, and the caller's rep stays as it was
+  local x REP=warm-up SIZE=${sizes%% *}
+  JVM=$((JVM + 1))
   start_kept A "$backend_a"
   start_kept B "$backend_b"
   if [ "$backend_warmup" -gt 0 ]; then

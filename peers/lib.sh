@@ -361,7 +361,8 @@ tp_parse_fwd_sum() {
 peers_field() { tr ' ' '\n' <<<"$2" | awk -F= -v k="$1" '$1 == k { print $2; exit }'; }
 
 # Median of numbers given as arguments.
-peers_median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# (the mean of the middle two with all its digits: awk's print would write 9917333.5 as 9.91733e+06)
+peers_median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.15g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 # ------------------------------------------------------------------------------------- guest /init
 # The head of a guest's generated /init: busybox's applets, /proc, /sys, /dev, the console, and say and
