@@ -44,7 +44,7 @@
 # --persistent adds jvm=N, order=AB|BA, other_cpu= and other_state= to each RUN line, a "BACKEND jvm=N
 # backend=A|B rx_total= driver_tx_total= exact=" line per back-end stopped, and per size, from
 # `virtio4j paired` (B/A as the geometric mean of per-rep ratios, 95% t interval, half-width in %):
-#   SUMMARY size=S jvm=N figure=pps pairs=K ...       JVM pair N's K reps (K = --restart-every)
+#   SUMMARY size=S jvm=N figure=pps pairs=K ...       JVM pair N's K reps (--restart-every; 0: --reps)
 #   SUMMARY size=S jvm=all figure=pps pairs=REPS ...  every rep pooled, as if independent
 #   SUMMARY size=S jvm=means figure=pps pairs=REPS groups=J ...  paired --groups: each JVM pair's
 #                                                     geometric means, the interval over those J
@@ -67,7 +67,7 @@
 #   --backend-cpu N      (default 0)
 #   --driver-cpu N       (default 1)
 #   --driver-args "..."  extra arguments for testpmd-virtio-user.sh (e.g. "--vdev-args packed_vq=1")
-#   --out FILE           also append RUN/SUMMARY lines to FILE
+#   --out FILE           also append RUN/BACKEND/SUMMARY lines to FILE
 #   --wait-idle PCT      before each run, wait until the machine is at most PCT % busy (1 s samples),
 #                        for up to --wait-idle-timeout seconds (default 120; then run anyway)
 #   --persistent         keep A and B running across reps (see above)

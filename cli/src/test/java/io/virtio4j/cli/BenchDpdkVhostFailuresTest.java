@@ -85,6 +85,39 @@ class BenchDpdkVhostFailuresTest {
         return !s.equals("gone") && !s.equals("Z") && !s.equals("X");
     }
 
+    /**
+     * Options that would give an unbalanced order (odd K: one order a rep more in every JVM pair), a partial JVM pair,
+     * or nothing to run are refused before anything starts, naming the option and the value.
+     */
+    @Test
+    void optionsForAnUnbalancedOrPartialRunAreRefusedByName() throws Exception {
+        String script = PeerRuns.script("bench-dpdk-vhost.sh").toString();
+        List<List<String>> cases = List.of(
+                List.of("--persistent", "--reps", "40", "--restart-every", "5"),
+                List.of("--persistent", "--reps", "6", "--restart-every", "4"),
+                List.of("--persistent", "--reps", "3", "--restart-every", "0"),
+                List.of("--sizes", " "),
+                List.of("--sizes", "64 abc"),
+                List.of("--duration", "0"),
+                List.of("--warmup", "-1"));
+        List<String> messages = List.of(
+                "--restart-every must be even (as many AB as BA reps in each JVM pair), got 5",
+                "--reps 6 is not a multiple of --restart-every 4 (whole JVM pairs only)",
+                "--persistent --restart-every 0: --reps must be even (as many AB as BA), got 3",
+                "--sizes takes frame sizes, got ' '",
+                "--sizes: 'abc' is not a frame size of 42 bytes or more (in '64 abc')",
+                "--duration takes a number of seconds above 0, got '0'",
+                "--warmup takes a number of seconds, got '-1'");
+        for (int i = 0; i < cases.size(); i++) {
+            List<String> argv = new java.util.ArrayList<>(List.of("bash", script));
+            argv.addAll(cases.get(i));
+            PeerRuns.Outcome r = PeerRuns.run(Duration.ofSeconds(30), argv);
+            assertEquals(1, r.exit(), cases.get(i) + ":\n" + r.output());
+            assertTrue(r.output().contains("ERROR: " + messages.get(i)), cases.get(i) + ":\n" + r.output());
+            assertFalse(r.output().contains("backend pid"), "started a back-end:\n" + r.output());
+        }
+    }
+
     /** The driver fails at its first start (the warm-up into A, B stopped meanwhile): both stand-ins and children end. */
     @Test
     void aFailingDriverLeavesNoBackEndRunningOrStopped() throws Exception {
