@@ -33,9 +33,11 @@
 #   --build-only       build (or find) both jars, print the BUILD lines, run nothing
 #   --dpdk             instead of --cmd: peers/bench-dpdk-vhost.sh with backend A = `serve net` from jar A and
 #                      backend B = from jar B (DPDK virtio-user txonly into each, A B per rep, its own probes and
-#                      RUN/SUMMARY lines), then per frame size a "SUMMARY figure=pps_SIZE" of its RUN lines' pps.
-#                      Everything after -- goes to bench-dpdk-vhost.sh (e.g. --reps 5 --duration 2 --sizes 64, or
-#                      --persistent --reps 40 --restart-every 5: both back-ends kept running across reps)
+#                      RUN/SUMMARY/BACKEND lines), then per frame size a "SUMMARY figure=pps_SIZE" of its RUN lines'
+#                      pps. Everything after -- goes to bench-dpdk-vhost.sh (e.g. --reps 5 --duration 2 --sizes 64,
+#                      or --persistent --reps 40 --restart-every 4: both back-ends kept running across reps; then the
+#                      result, printed last, is its "SUMMARY size=S jvm=means" lines, not a pooled figure=pps_SIZE).
+#                      Its exit status is ours, after its lines were copied to --out.
 #   --serve-args "..." with --dpdk: serve net's arguments besides --socket (default "--mode rxonly")
 #
 # Examples:
@@ -178,11 +180,23 @@ summary() {   # summary FIGURE_NAME A_VALUES_CSV B_VALUES_CSV
 # --------------------------------------------------------------------------------------------- --dpdk mode
 if [ "$dpdk" = 1 ]; then
   res="$work/dpdk.out"
+  rc=0
   "$PEERS_DIR/bench-dpdk-vhost.sh" \
     --backend-a "$(launcher "$jar_a") serve net --socket {sock} $serve_args" \
     --backend-b "$(launcher "$jar_b") serve net --socket {sock} $serve_args" \
-    "${dpdk_args[@]}" | tee "$res"
-  [ -z "$out" ] || grep -E '^(RUN|SUMMARY) ' "$res" >>"$out"
+    "${dpdk_args[@]}" | tee "$res" || rc=$?
+  [ -z "$out" ] || grep -E '^(RUN|SUMMARY|BACKEND) ' "$res" >>"$out" || true
+  [ "$rc" = 0 ] || peers_die "bench-dpdk-vhost.sh failed (status $rc): no result"
+  persistent=0
+  for arg in "${dpdk_args[@]}"; do [ "$arg" != --persistent ] || persistent=1; done
+  if [ "$persistent" = 1 ]; then
+    # Kept back-ends: reps of one JVM pair share its luck, so pooling every rep (what figure=pps_SIZE does) gives an
+    # interval too narrow; bench-dpdk-vhost.sh's jvm=means is the figure, repeated here as the result.
+    # (on stdout only: --out has it already)
+    grep -E '^SUMMARY size=[0-9]+ jvm=means ' "$res" ||
+      peers_log "no jvm=means line (one JVM pair): no result that covers per-JVM luck"
+    exit 0
+  fi
   for size in $(awk '/^RUN / { for (i = 2; i <= NF; i++) if ($i ~ /^size=/) { sub(/^size=/, "", $i); print $i } }' "$res" | sort -un); do
     a=() b=()
     while read -r side pps; do

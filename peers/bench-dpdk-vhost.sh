@@ -11,7 +11,7 @@
 # The figure is the driver's TX rate over the measurement window (testpmd's TSC-timed Tx-pps between
 # two "show port stats" taken --warmup and --warmup+--duration seconds after start): frames the backend
 # took from a full ring, i.e. the backend's receive throughput. After each run the driver's final
-# TX-packets is compared with the backend's RESULT RX-packets when it prints one (exact=yes|no|n/a).
+# TX-packets is compared with the backend's RESULT RX-packets (exact=yes|no; n/a with --no-backend-result).
 # Before each run: CPU busy % of the machine over 1 s while nothing of ours runs (other load) and a
 # cache-line ping-pong probe between the two CPUs (near ~165 ns / far ~680 ns on this kind of machine;
 # after the run too). During the run: driver_cpu = CPUs' worth of time the driver's testpmd got in the
@@ -22,34 +22,43 @@
 # --persistent: a small cost (a few %) needs the noise of fresh processes out of the figure (each JVM
 # starts with its own JIT and cache placement: fresh back-ends gave per-rep B/A of 0.91-1.20 for a cost
 # near 1). A and B are started once, each on its own socket, and warmed (one unmeasured driver run of
-# --backend-warmup s into each); then per rep and size a fresh driver runs into A then B (odd reps) or
-# B then A (even reps), each back-end serving one front-end after another. The back-end not being
-# measured is stopped (SIGSTOP) meanwhile, so that its housekeeping (GC, a flight recording's
-# periodic work) takes nothing from the measured one's CPU, and both are stopped while the busy % is
-# sampled. Every --restart-every reps both are restarted (a new "JVM pair"), so that the per-JVM luck
-# shows and is averaged over. Counters, exact per run: when a template holds {metrics}, the harness
+# --backend-warmup s into each); then per rep and size a fresh driver runs into A then B or B then A,
+# alternating inside each JVM pair (its 1st rep AB, 2nd BA, ...: K even, so each pair holds as many of
+# each order), each back-end serving one front-end after another. The back-end not being measured is
+# stopped meanwhile, SIGSTOP to every process group of its process tree (a template's processes may
+# have groups and sessions of their own: testpmd-vhost.sh's testpmd does), so that its housekeeping
+# (GC, a flight recording's periodic work, a DPDK lcore's polling) takes nothing from the measured
+# one's CPU; other_cpu= is the CPU time that whole tree got during the run and other_state= the states
+# of its processes after it (T: stopped), and a run where it got a tick or was not stopped counts as a
+# failure. Both are stopped while the busy % is sampled. Every --restart-every reps both are restarted
+# (a new "JVM pair"), so that the per-JVM luck shows and is averaged over. --reps must be a multiple of
+# --restart-every. Counters, exact per run: when a template holds {metrics}, the harness
 # gives that back-end a unix socket there (e.g. "--metrics unix:{metrics}") and scrapes it before and
 # after each run: backend_rx is the delta of virtio4j_good_packets_total{direction="rx"}, compared with
 # the driver's TX-packets (else backend_rx=na, exact=n/a). When a back-end stops, its RESULT
 # RX-packets is compared with everything the drivers sent it, warm-up included ("BACKEND" line).
+# Whatever of a back-end's process tree still runs after it stopped is killed (also on any error exit).
 #
 # Output: one "RUN ..." line per run, then per size "SUMMARY size=.. A_median_pps=.. A_min=.. A_max=..
 # B_median_pps=.. B_min=.. B_max=.. ratio_B_over_A=.. paired_ratio_min=.. paired_ratio_max=..".
-# --persistent adds jvm=N and order=AB|BA to each RUN line, a "BACKEND jvm=N backend=A|B rx_total=
-# driver_tx_total= exact=" line per back-end stopped, and per size, from `virtio4j paired` (B/A as the
-# geometric mean of per-rep ratios, 95% t interval, half-width in %):
-#   SUMMARY size=S jvm=N figure=pps pairs=REPS ...    each JVM pair's reps
+# --persistent adds jvm=N, order=AB|BA, other_cpu= and other_state= to each RUN line, a "BACKEND jvm=N
+# backend=A|B rx_total= driver_tx_total= exact=" line per back-end stopped, and per size, from
+# `virtio4j paired` (B/A as the geometric mean of per-rep ratios, 95% t interval, half-width in %):
+#   SUMMARY size=S jvm=N figure=pps pairs=K ...       JVM pair N's K reps (--restart-every; 0: --reps)
 #   SUMMARY size=S jvm=all figure=pps pairs=REPS ...  every rep pooled, as if independent
-#   SUMMARY size=S jvm=means figure=pps pairs=J ...   one value per JVM pair (its geometric means): the
-#                                                     interval that covers per-JVM luck; quote this one
-#                                                     (with 2+ JVM pairs; n/a with one)
-# Exits 1 after the summaries when a run's or a back-end's counters were not exact.
+#   SUMMARY size=S jvm=means figure=pps pairs=REPS groups=J ...  paired --groups: each JVM pair's
+#                                                     geometric means, the interval over those J
+#                                                     values: the one that covers per-JVM luck, quote
+#                                                     this one. Only with 2+ JVM pairs (else a log
+#                                                     line says there is none).
+# Exits 1 after the summaries when a run's or a back-end's counters were not exact (a back-end that
+# printed no RESULT included, unless --no-backend-result) or an idle back-end was not stopped.
 #
 # Options:
-#   --reps N             repetitions (default 3)
-#   --sizes "S ..."      frame sizes (default "64 1500")
-#   --duration S         measurement window per run (default 5)
-#   --warmup S           (default 1)
+#   --reps N             repetitions (default 3; with --persistent a multiple of --restart-every)
+#   --sizes "S ..."      frame sizes in bytes, each 42 or more (default "64 1500")
+#   --duration S         measurement window per run, seconds > 0 (default 5)
+#   --warmup S           driver's seconds before the window, >= 0 (default 1)
 #   --backend-a CMD      backend A command template (default: DPDK testpmd-vhost.sh rxonly)
 #   --backend-b CMD      backend B command template (default: $BACKEND_CMD, else A)
 #                        Templates: {sock} is the socket path, {cpu} the backend CPU, and with
@@ -58,13 +67,15 @@
 #   --backend-cpu N      (default 0)
 #   --driver-cpu N       (default 1)
 #   --driver-args "..."  extra arguments for testpmd-virtio-user.sh (e.g. "--vdev-args packed_vq=1")
-#   --out FILE           also append RUN/SUMMARY lines to FILE
+#   --out FILE           also append RUN/BACKEND/SUMMARY lines to FILE
 #   --wait-idle PCT      before each run, wait until the machine is at most PCT % busy (1 s samples),
 #                        for up to --wait-idle-timeout seconds (default 120; then run anyway)
 #   --persistent         keep A and B running across reps (see above)
-#   --restart-every K    with --persistent: restart both back-ends every K reps (default 10; 0: never)
+#   --restart-every K    with --persistent: restart both back-ends every K reps, K even (default 10;
+#                        0: never, then --reps even)
 #   --backend-warmup S   with --persistent: unmeasured driver run into each back-end after each start,
 #                        before the first measured rep (default 5; 0: none)
+#   --no-backend-result  the back-ends print no RESULT line: their counters read n/a, not a failure
 #   --v4j CMD            the virtio4j command line for the statistics (default: this checkout's ./virtio4j)
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -75,7 +86,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 dpdk_backend="$PEERS_DIR/testpmd-vhost.sh --socket {sock} --mode rxonly --lcores 0@{cpu},1@{cpu}"
 reps=3 sizes="64 1500" duration=5 warmup=1 backend_a=$dpdk_backend backend_b=${BACKEND_CMD:-}
 backend_cpu=0 driver_cpu=1 driver_args='' out='' idle_pct='' idle_timeout=120
-persistent=0 restart_every=10 backend_warmup=5 v4j="$(cd "$PEERS_DIR/.." && pwd)/virtio4j"
+persistent=0 restart_every=10 backend_warmup=5 no_result=0 v4j="$(cd "$PEERS_DIR/.." && pwd)/virtio4j"
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) reps=$2; shift 2 ;;
@@ -93,6 +104,7 @@ while [ $# -gt 0 ]; do
     --persistent) persistent=1; shift ;;
     --restart-every) restart_every=$2; shift 2 ;;
     --backend-warmup) backend_warmup=$2; shift 2 ;;
+    --no-backend-result) no_result=1; shift ;;
     --v4j) v4j=$2; shift 2 ;;
     -h | --help) usage ;;
     *) peers_log "unknown argument: $1"; usage ;;
@@ -102,6 +114,28 @@ done
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || peers_die "--reps takes a positive whole number, got '$reps'"
 [[ "$restart_every" =~ ^[0-9]+$ ]] || peers_die "--restart-every takes a whole number of reps, got '$restart_every'"
 [[ "$backend_warmup" =~ ^[0-9]+$ ]] || peers_die "--backend-warmup takes a whole number of seconds, got '$backend_warmup'"
+[[ "$duration" =~ ^[0-9]+(\.[0-9]+)?$ && ! "$duration" =~ ^0+(\.0+)?$ ]] || peers_die "--duration takes a number of seconds above 0, got '$duration'"
+[[ "$warmup" =~ ^[0-9]+(\.[0-9]+)?$ ]] || peers_die "--warmup takes a number of seconds, got '$warmup'"
+read -ra size_list <<<"$sizes"
+[ "${#size_list[@]}" -gt 0 ] || peers_die "--sizes takes frame sizes, got '$sizes'"
+for size in "${size_list[@]}"; do
+  # testpmd's txonly builds Ethernet + IPv4 + UDP headers: 42 bytes at least
+  [[ "$size" =~ ^[1-9][0-9]*$ ]] && [ "$size" -ge 42 ] || peers_die "--sizes: '$size' is not a frame size of 42 bytes or more (in '$sizes')"
+done
+sizes="${size_list[*]}"
+if [ "$persistent" = 1 ]; then
+  # The order alternates inside each JVM pair: with an odd K one order has a rep more in every pair (a bias of
+  # alternating sign in the jvm=N lines and in jvm=means), and a partial last pair would weigh as much as a whole one.
+  if [ "$restart_every" = 0 ]; then
+    [ $((reps % 2)) = 0 ] || peers_die "--persistent --restart-every 0: --reps must be even (as many AB as BA), got $reps"
+  else
+    [ $((restart_every % 2)) = 0 ] || peers_die "--restart-every must be even (as many AB as BA reps in each JVM pair), got $restart_every"
+    [ $((reps % restart_every)) = 0 ] || peers_die "--reps $reps is not a multiple of --restart-every $restart_every (whole JVM pairs only)"
+  fi
+  jvm_pairs=1
+  [ "$restart_every" = 0 ] || jvm_pairs=$((reps / restart_every))
+  [ "$jvm_pairs" -ge 2 ] || peers_log "WARNING: one JVM pair: no jvm=means line, and no interval here covers per-JVM luck (--reps 2K or more for one)"
+fi
 if [ "$persistent" = 0 ]; then
   for t in "$backend_a" "$backend_b"; do
     [[ "$t" != *"{metrics}"* ]] || peers_die "{metrics} in a template needs --persistent: $t"
@@ -115,19 +149,42 @@ emit() { echo "$*"; [ -z "$out" ] || echo "$*" >>"$out"; }
 peers_probe_build
 probe() { peers_probe "$backend_cpu" "$driver_cpu"; }
 
-# drive SOCK SIZE SECONDS: DPDK virtio-user txonly into the back-end at SOCK for a --warmup and a window of SECONDS;
-# sets RES to its RESULT line (dies when it fails).
+# drive SOCK SIZE SECONDS WHAT: DPDK virtio-user txonly into the back-end at SOCK for a --warmup and a window of
+# SECONDS; sets RES to its RESULT line. Dies when it fails or its RESULT lacks a count, naming WHAT (the back-end and
+# where in the run).
 RES=
 drive() {
-  local rc=0
+  local rc=0 k
   # shellcheck disable=SC2086 # driver_args is a list of words
   RES=$("$PEERS_DIR/testpmd-virtio-user.sh" --socket "$1" --mode txonly --frame-size "$2" \
     --duration "$3" --warmup "$warmup" --lcores "0@$driver_cpu,1@$driver_cpu" \
     --file-prefix "v4j-bench-vu-$$" $driver_args 2>"$work/driver.err") || rc=$?
   if [ "$rc" != 0 ] || [ -z "$RES" ]; then
     tail -n 20 "$work/driver.err" >&2
-    peers_die "driver into $1 failed (status $rc)"
+    peers_die "driver into $4 failed (status $rc; its stderr above)"
   fi
+  for k in TX-packets TX-pps; do
+    [[ "$(peers_field "$k" "$RES")" =~ ^[0-9]+$ ]] || peers_die "driver into $4: no $k count in its RESULT line: $RES"
+  done
+}
+
+# judge RX TX WHAT: sets EXACT to yes|no|n/a, a back-end's RESULT RX-packets RX (empty: it printed none) against the
+# TX frames the drivers sent it, and counts a failure unless yes (n/a is none only with --no-backend-result). Not
+# in a $(...): FAILED must count in this shell.
+FAILED=0 EXACT=
+judge() {
+  if [ -z "$1" ]; then
+    EXACT=n/a
+    [ "$no_result" = 1 ] && return 0
+    peers_log "FAILURE: $3 printed no RESULT line (stopped by SIGKILL, or crashed; --no-backend-result if it never prints one)"
+  elif [ "$1" = "$2" ]; then
+    EXACT=yes
+    return 0
+  else
+    EXACT=no
+    peers_log "FAILURE: drivers sent $2 frames into $3, it counted $1"
+  fi
+  FAILED=$((FAILED + 1))
 }
 
 # CPUs' worth of time from tick count $1 over the seconds since peers_now time $2
@@ -141,7 +198,7 @@ run_one() {   # run_one LABEL TEMPLATE SIZE REP
   peers_backend_start "$tmpl" "$sock" "$backend_cpu" "$work/backend-$label-$size-$rep"
   bt0=$(peers_now)
   bc0=$(peers_tree_cputicks "$BACKEND_PID")
-  drive "$sock" "$size" "$duration"
+  drive "$sock" "$size" "$duration" "backend $label at rep=$rep size=$size"
   bc1=$(peers_tree_cputicks "$BACKEND_PID")
   bcpu=$(cpu_share "$((bc1 - bc0))" "$bt0")
   bres=$(peers_backend_stop)
@@ -150,34 +207,70 @@ run_one() {   # run_one LABEL TEMPLATE SIZE REP
   pps=$(peers_field TX-pps "$RES")
   tx=$(peers_field TX-packets "$RES")
   brx=$(peers_field RX-packets "$bres")
-  exact=n/a
-  if [ -n "$brx" ]; then if [ "$brx" = "$tx" ]; then exact=yes; else exact=no; fi; fi
+  judge "$brx" "$tx" "backend $label (rep $rep, size $size)"
+  exact=$EXACT
   emit "RUN size=$size rep=$rep backend=$label pps=$pps window_pkts=$(peers_field win-TX-packets "$RES") tx_total=$tx backend_rx=${brx:-na} exact=$exact tx_ring_full=$(peers_field TX-dropped "$RES") driver_cpu=$(peers_field cpu "$RES") backend_cpu=$bcpu busy_before=${b}% probe_ns=$p0/$p1"
-  [ "$exact" != no ] || peers_log "WARNING: driver sent $tx frames, backend counted $brx"
   echo "$pps" >>"$work/pps-$label-$size"
 }
 
 # ---------------------------------------------------------------------------------------------- --persistent
-# Per back-end X (A, B) of the current JVM pair ($JVM): its process group, stdout file, socket, metrics socket (empty
-# without {metrics}) and the frames the drivers sent it since it started.
-declare -A KEPT_PID=() KEPT_OUT=() KEPT_SOCK=() KEPT_METRICS=() KEPT_TX=()
-JVM=0
-INEXACT=0
+# Per back-end X (A, B) of the current JVM pair ($JVM): its root PID (its process group), stdout and stderr files,
+# socket, metrics socket (empty without {metrics}), the frames the drivers sent it since it started, and its process
+# tree as last seen (peers_tree lines: what to kill should it die and leave processes behind).
+declare -A KEPT_PID=() KEPT_OUT=() KEPT_ERR=() KEPT_SOCK=() KEPT_METRICS=() KEPT_TX=() KEPT_TREE=()
+JVM=0 REP=- SIZE=-
+at() { echo "jvm=$JVM rep=$REP size=$SIZE"; }   # where the run is, for messages
 
-# A stopped (SIGSTOP) process acts on SIGTERM only once continued: on any exit, continue ours before the cleanup's TERM.
-continue_kept() { local x; for x in "${!KEPT_PID[@]}"; do kill -CONT -- "-${KEPT_PID[$x]}" 2>/dev/null || true; done; }
-peers_on_exit_call continue_kept
-pause() { kill -STOP -- "-${KEPT_PID[$1]}"; }
-resume() { kill -CONT -- "-${KEPT_PID[$1]}"; }
+# On any exit, every kept back-end is stopped as at its normal end (continued first: a stopped process acts on SIGTERM
+# only once continued), and what is left of its tree killed: no back-end stays behind, stopped or running.
+end_kept() {
+  local x
+  for x in "${!KEPT_PID[@]}"; do
+    peers_tree_signal CONT "${KEPT_PID[$x]}"
+    peers_backend_stop "${KEPT_PID[$x]}" "${KEPT_OUT[$x]}" "${KEPT_TREE[$x]}" >/dev/null
+  done
+}
+peers_on_exit_call end_kept
+
+# Dies unless back-end X lives (a zombie does not), naming it and where the run is, with the end of its stderr.
+kept_alive() {
+  local st
+  st=$(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/${KEPT_PID[$1]}/stat" 2>/dev/null) || st=''
+  [ -z "$st" ] || [ "$st" = Z ] || [ "$st" = X ] || return 0
+  tail -n 20 "${KEPT_ERR[$1]}" >&2 || true
+  peers_die "backend $1 (pid ${KEPT_PID[$1]}) is gone at $(at); its stderr (${KEPT_ERR[$1]}) ends above"
+}
+
+# Stops back-end X's whole tree: SIGSTOP to each of its process groups, again until every process in it is stopped (T)
+# or ended (Z), which also catches a child started meanwhile in a group of its own. Only the root's group (the first
+# version) left testpmd-vhost.sh's testpmd, in a session of its own, busy-polling the back-end CPU beside the other.
+pause() {
+  local x=$1 i pg running
+  kept_alive "$x"
+  for i in $(seq 1 200); do
+    KEPT_TREE[$x]=$(peers_tree "${KEPT_PID[$x]}")
+    running=$(awk '$4 !~ /^[TtZX]$/ { print $3 }' <<<"${KEPT_TREE[$x]}" | sort -u)
+    [ -n "$running" ] || return 0
+    for pg in $running; do kill -STOP -- "-$pg" 2>/dev/null || true; done
+    sleep 0.01
+  done
+  peers_die "backend $x did not stop at $(at); its processes (pid ppid pgid state ticks start): $(tr '\n' ';' <<<"${KEPT_TREE[$x]}")"
+}
+resume() { kept_alive "$1"; peers_tree_signal CONT "${KEPT_PID[$1]}"; }
+
+# The states of back-end X's processes, "+"-joined, ended ones (Z) left out: "T" when all of it is stopped.
+kept_state() { peers_tree "${KEPT_PID[$1]}" | awk '$4 !~ /^[ZX]$/ { print $4 }' | sort -u | paste -sd+; }
 
 # Frames back-end X counted as received: virtio4j_good_packets_total{direction="rx"} over its queues, scraped from its
-# --metrics socket; empty without one.
+# --metrics socket; empty without one. Sets M (not in a $(...): its errors must end this shell with their message).
+M=
 scrape_rx() {
   local m=${KEPT_METRICS[$1]} text
+  M=
   [ -n "$m" ] || return 0
-  text=$(curl -sf --max-time 10 --unix-socket "$m" http://localhost/metrics) || peers_die "backend $1: no answer from its metrics at $m"
-  awk '/^virtio4j_good_packets_total\{/ && /direction="rx"/ { s += $NF; n++ }
-    END { if (n == 0) exit 1; printf "%d\n", s }' <<<"$text" || peers_die "backend $1: no virtio4j_good_packets_total{direction=\"rx\"} at $m"
+  text=$(curl -sf --max-time 10 --unix-socket "$m" http://localhost/metrics) || peers_die "backend $1: no answer from its metrics at $m at $(at)"
+  M=$(awk '/^virtio4j_good_packets_total\{/ && /direction="rx"/ { s += $NF; n++ }
+    END { if (n == 0) exit 1; printf "%d\n", s }' <<<"$text") || peers_die "backend $1: no virtio4j_good_packets_total{direction=\"rx\"} at $m at $(at)"
 }
 
 start_kept() {   # start_kept X TEMPLATE
@@ -191,7 +284,9 @@ start_kept() {   # start_kept X TEMPLATE
   peers_backend_start "$tmpl" "${KEPT_SOCK[$x]}" "$backend_cpu" "$work/backend-$x-$JVM"
   KEPT_PID[$x]=$BACKEND_PID
   KEPT_OUT[$x]=$BACKEND_OUT
+  KEPT_ERR[$x]="$work/backend-$x-$JVM.err"
   KEPT_TX[$x]=0
+  KEPT_TREE[$x]=''
   if [ -n "$m" ]; then   # the metrics socket appears just before the vhost-user one; wait for it all the same
     peers_wait_socket "$m" 30 "$BACKEND_PID" || peers_die "backend $x: no metrics socket at $m"
   fi
@@ -199,27 +294,28 @@ start_kept() {   # start_kept X TEMPLATE
 }
 
 stop_kept() {   # stop_kept X: its RESULT RX-packets against everything the drivers sent it
-  local x=$1 bres brx exact=n/a
+  local x=$1 bres brx
   resume "$x"
-  bres=$(peers_backend_stop "${KEPT_PID[$x]}" "${KEPT_OUT[$x]}")
-  brx=$(peers_field RX-packets "$bres")
-  if [ -n "$brx" ]; then if [ "$brx" = "${KEPT_TX[$x]}" ]; then exact=yes; else exact=no; INEXACT=$((INEXACT + 1)); fi; fi
-  emit "BACKEND jvm=$JVM backend=$x rx_total=${brx:-na} driver_tx_total=${KEPT_TX[$x]} exact=$exact"
-  rm -f "${KEPT_SOCK[$x]}"
+  bres=$(peers_backend_stop "${KEPT_PID[$x]}" "${KEPT_OUT[$x]}" "${KEPT_TREE[$x]}")
   unset "KEPT_PID[$x]"
+  brx=$(peers_field RX-packets "$bres")
+  judge "$brx" "${KEPT_TX[$x]}" "backend $x of JVM pair $JVM"
+  emit "BACKEND jvm=$JVM backend=$x rx_total=${brx:-na} driver_tx_total=${KEPT_TX[$x]} exact=$EXACT"
+  rm -f "${KEPT_SOCK[$x]}"
 }
 
 # A new JVM pair: both started, then warmed one after the other with an unmeasured driver run of --backend-warmup s
 # (of the first size) while the other is stopped.
 start_pair() {
-  local x size=${sizes%% *}
+  # REP and SIZE local: the messages (at) name the warm-up, and the caller's rep stays as it was
+  local x REP=warm-up SIZE=${sizes%% *}
   JVM=$((JVM + 1))
   start_kept A "$backend_a"
   start_kept B "$backend_b"
   if [ "$backend_warmup" -gt 0 ]; then
     for x in A B; do
       resume "$x"
-      drive "${KEPT_SOCK[$x]}" "$size" "$backend_warmup"
+      drive "${KEPT_SOCK[$x]}" "$SIZE" "$backend_warmup" "backend $x at $(at)"
       KEPT_TX[$x]=$((KEPT_TX[$x] + $(peers_field TX-packets "$RES")))
       pause "$x"
     done
@@ -228,59 +324,68 @@ start_pair() {
 }
 stop_pair() { stop_kept A; stop_kept B; }
 
-run_kept() {   # run_kept X SIZE REP ORDER
-  local x=$1 size=$2 rep=$3 order=$4 other=A b p0 p1 bt0 bc0 bc1 oc0 oc1 m0 m1 tx brx exact=n/a pps
+run_kept() {   # run_kept X ORDER (REP and SIZE say which)
+  local x=$1 order=$2 other=A b p0 p1 bt0 bc0 bc1 oc0 oc1 ost m0 tx brx=na exact=n/a pps ocpu
   [ "$x" = A ] && other=B
   b=$(peers_busy_wait "$idle_pct" "$idle_timeout")   # both back-ends are stopped: this is the other load
   p0=$(probe)
   resume "$x"
-  m0=$(scrape_rx "$x")
+  scrape_rx "$x"
+  m0=$M
   bt0=$(peers_now)
   bc0=$(peers_tree_cputicks "${KEPT_PID[$x]}")
   oc0=$(peers_tree_cputicks "${KEPT_PID[$other]}")
-  drive "${KEPT_SOCK[$x]}" "$size" "$duration"
+  drive "${KEPT_SOCK[$x]}" "$SIZE" "$duration" "backend $x at $(at)"
   bc1=$(peers_tree_cputicks "${KEPT_PID[$x]}")
   oc1=$(peers_tree_cputicks "${KEPT_PID[$other]}")
-  m1=$(scrape_rx "$x")
+  ost=$(kept_state "$other")
+  scrape_rx "$x"
   pause "$x"
   p1=$(probe)
   pps=$(peers_field TX-pps "$RES")
   tx=$(peers_field TX-packets "$RES")
   KEPT_TX[$x]=$((KEPT_TX[$x] + tx))
-  brx=na
   if [ -n "$m0" ]; then
-    brx=$((m1 - m0))
-    if [ "$brx" = "$tx" ]; then exact=yes; else exact=no; INEXACT=$((INEXACT + 1)); fi
+    brx=$((M - m0))
+    if [ "$brx" = "$tx" ]; then exact=yes; else exact=no; FAILED=$((FAILED + 1)); peers_log "FAILURE: driver sent $tx frames, backend $x counted $brx at $(at)"; fi
   fi
-  emit "RUN size=$size rep=$rep jvm=$JVM order=$order backend=$x pps=$pps window_pkts=$(peers_field win-TX-packets "$RES") tx_total=$tx backend_rx=$brx exact=$exact tx_ring_full=$(peers_field TX-dropped "$RES") driver_cpu=$(peers_field cpu "$RES") backend_cpu=$(cpu_share "$((bc1 - bc0))" "$bt0") other_cpu=$(cpu_share "$((oc1 - oc0))" "$bt0") busy_before=${b}% probe_ns=$p0/$p1"
-  [ "$exact" != no ] || peers_log "WARNING: driver sent $tx frames, backend $x counted $brx"
-  echo "$pps" >>"$work/pps-$x-$size"
-  echo "$pps" >>"$work/pps-$x-$size-jvm$JVM"
+  ocpu=$(cpu_share "$((oc1 - oc0))" "$bt0")
+  if [ "$oc1" != "$oc0" ] || [ "$ost" != T ]; then
+    FAILED=$((FAILED + 1))
+    peers_log "FAILURE: backend $other, to be stopped, got $((oc1 - oc0)) clock ticks and was in state '$ost' while $x was measured at $(at)"
+  fi
+  emit "RUN size=$SIZE rep=$REP jvm=$JVM order=$order backend=$x pps=$pps window_pkts=$(peers_field win-TX-packets "$RES") tx_total=$tx backend_rx=$brx exact=$exact tx_ring_full=$(peers_field TX-dropped "$RES") driver_cpu=$(peers_field cpu "$RES") backend_cpu=$(cpu_share "$((bc1 - bc0))" "$bt0") other_cpu=$ocpu other_state=$ost busy_before=${b}% probe_ns=$p0/$p1"
+  echo "$pps" >>"$work/pps-$x-$SIZE"
+  echo "$pps" >>"$work/pps-$x-$SIZE-jvm$JVM"
+  echo "$JVM" >>"$work/jvm-$x-$SIZE"
 }
 
-# `virtio4j paired` of two files of values (one per line, in pair order), its SUMMARY line prefixed with $3
-paired() {   # paired A_FILE B_FILE PREFIX
-  local line
-  line=$($v4j paired --figure pps --a "$(paste -sd, "$1")" --b "$(paste -sd, "$2")") ||
-    peers_die "virtio4j paired failed on $3: A=$(paste -sd, "$1") B=$(paste -sd, "$2")"
+# `virtio4j paired` of two files of values (one per line, in pair order), with --groups from a third file of one label
+# per pair when given; its SUMMARY line prefixed with $3.
+paired() {   # paired A_FILE B_FILE PREFIX [GROUPS_FILE]
+  local line groups=()
+  [ -z "${4:-}" ] || groups=(--groups "$(paste -sd, "$4")")
+  line=$($v4j paired --figure pps --a "$(paste -sd, "$1")" --b "$(paste -sd, "$2")" "${groups[@]}") ||
+    peers_die "virtio4j paired failed on $3: A=$(paste -sd, "$1") B=$(paste -sd, "$2") ${groups[*]}"
   emit "${line/SUMMARY /SUMMARY $3 }"
 }
-# the geometric mean of a file's values
-geomean() { awk '{ s += log($1); n++ } END { printf "%.6g\n", (n ? exp(s / n) : 0) }' "$1"; }
 
 peers_log "A: $backend_a"
 peers_log "B: $backend_b"
 peers_log "$reps reps x sizes [$sizes] x {A,B}, ${duration}s windows, backend CPU $backend_cpu, driver CPU $driver_cpu"
 if [ "$persistent" = 1 ]; then
-  peers_log "persistent back-ends, restarted every ${restart_every} reps (0: never), warmed ${backend_warmup}s"
-  for rep in $(seq 1 "$reps"); do
-    if [ "$rep" = 1 ] || { [ "$restart_every" -gt 0 ] && [ $(((rep - 1) % restart_every)) = 0 ]; }; then
-      [ "$rep" = 1 ] || stop_pair
+  peers_log "persistent back-ends, restarted every ${restart_every} reps (0: never): $jvm_pairs JVM pair(s), warmed ${backend_warmup}s"
+  for REP in $(seq 1 "$reps"); do
+    # the rep's place inside its JVM pair: 0, 1, ... K-1
+    i=$((REP - 1))
+    [ "$restart_every" = 0 ] || i=$((i % restart_every))
+    if [ "$i" = 0 ]; then
+      [ "$REP" = 1 ] || stop_pair
       start_pair
     fi
-    if [ $((rep % 2)) = 1 ]; then order="A B"; else order="B A"; fi
-    for size in $sizes; do
-      for x in $order; do run_kept "$x" "$size" "$rep" "${order/ /}"; done
+    if [ $((i % 2)) = 0 ]; then order="A B"; else order="B A"; fi
+    for SIZE in $sizes; do
+      for x in $order; do run_kept "$x" "${order/ /}"; done
     done
   done
   stop_pair
@@ -302,15 +407,15 @@ for size in $sizes; do
   mb=$(peers_median "${B[@]}")
   emit "SUMMARY size=$size reps=$reps A_median_pps=$ma A_min=$(printf '%s\n' "${A[@]}" | sort -g | head -n 1) A_max=$(printf '%s\n' "${A[@]}" | sort -g | tail -n 1) B_median_pps=$mb B_min=$(printf '%s\n' "${B[@]}" | sort -g | head -n 1) B_max=$(printf '%s\n' "${B[@]}" | sort -g | tail -n 1) ratio_B_over_A=$(awk -v a="$ma" -v b="$mb" 'BEGIN { printf "%.3f", (a > 0 ? b / a : 0) }') paired_ratio_median=$(peers_median "${ratios[@]}") paired_ratio_min=$(printf '%s\n' "${ratios[@]}" | sort -g | head -n 1) paired_ratio_max=$(printf '%s\n' "${ratios[@]}" | sort -g | tail -n 1)"
   if [ "$persistent" = 1 ]; then
-    : >"$work/means-A-$size"
-    : >"$work/means-B-$size"
     for j in $(seq 1 "$JVM"); do
       paired "$work/pps-A-$size-jvm$j" "$work/pps-B-$size-jvm$j" "size=$size jvm=$j"
-      geomean "$work/pps-A-$size-jvm$j" >>"$work/means-A-$size"
-      geomean "$work/pps-B-$size-jvm$j" >>"$work/means-B-$size"
     done
     paired "$work/pps-A-$size" "$work/pps-B-$size" "size=$size jvm=all"
-    paired "$work/means-A-$size" "$work/means-B-$size" "size=$size jvm=means"
+    if [ "$JVM" -ge 2 ]; then
+      paired "$work/pps-A-$size" "$work/pps-B-$size" "size=$size jvm=means" "$work/jvm-A-$size"
+    else
+      peers_log "size $size: no jvm=means line with one JVM pair (its interval would not cover per-JVM luck)"
+    fi
   fi
 done
-[ "$INEXACT" = 0 ] || peers_die "$INEXACT run(s) or back-end(s) with inexact counters"
+[ "$FAILED" = 0 ] || peers_die "$FAILED failure(s) above: inexact counters, a back-end without RESULT, or an idle back-end that ran"

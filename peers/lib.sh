@@ -98,11 +98,36 @@ peers_wait_socket() {
 peers_cputicks() {
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
-peers_tree_cputicks() {   # a process and all its descendants (they may have their own sessions)
+# A process and all its descendants, which may have sessions and process groups of their own (testpmd-vhost.sh starts
+# testpmd with setsid), one line each: "PID PPID PGID STATE TICKS STARTTIME" (/proc/PID/stat: state letter, user+system
+# clock ticks, start time in ticks since boot, which tells a process from a later one given the same PID).
+peers_tree() {
   # processes come and go while we read: cat's failure on a vanished one must not fail the pipeline
   { cat /proc/[0-9]*/stat 2>/dev/null || true; } |
-    awk -v root="$1" '{ pid = $1; sub(/^.*\) /, ""); pp[pid] = $2; t[pid] = $12 + $13 }
-      END { for (p in t) { q = p; while (q != "" && q != 0 && q != root) q = pp[q]; if (q == root) s += t[p] } print s + 0 }'
+    awk -v root="$1" '{ pid = $1; sub(/^.*\) /, ""); pp[pid] = $2; l[pid] = pid " " $2 " " $3 " " $1 " " ($12 + $13) " " $20 }
+      END { for (p in l) { q = p; while (q != "" && q != 0 && q != root) q = pp[q]; if (q == root) print l[p] } }'
+}
+peers_tree_cputicks() { peers_tree "$1" | awk '{ s += $5 } END { print s + 0 }'; }
+# SIGNAL to every process group of the tree under $2 (a group of ours: a descendant's group lies in a session that we
+# or one of its ancestors created).
+peers_tree_signal() {
+  local pg
+  for pg in $(peers_tree "$2" | awk '{ print $3 }' | sort -u); do kill "-$1" -- "-$pg" 2>/dev/null || true; done
+}
+# SIGKILL to whatever still lives of the processes listed in $1 (peers_tree lines), each only if it is still the
+# process that was listed (same start time): what a back-end's stop left behind, in groups the stop did not reach.
+peers_tree_kill_left() {
+  local pid ppid pg st ticks start now
+  while read -r pid ppid pg st ticks start; do
+    [ -n "$start" ] || continue
+    # its state and start time now; an ended process (Z, waiting to be reaped) runs no more
+    now=$(awk '{ sub(/^.*\) /, ""); print $1, $20 }' "/proc/$pid/stat" 2>/dev/null) || continue
+    case $now in Z\ * | X\ *) continue ;; esac
+    if [ "${now#* }" = "$start" ]; then
+      peers_log "killing pid $pid, left running after its back-end stopped"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done < <(sort -u -k1,1 <<<"$1")
 }
 peers_clk_tck() { getconf CLK_TCK; }
 
@@ -336,7 +361,8 @@ tp_parse_fwd_sum() {
 peers_field() { tr ' ' '\n' <<<"$2" | awk -F= -v k="$1" '$1 == k { print $2; exit }'; }
 
 # Median of numbers given as arguments.
-peers_median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# (the mean of the middle two with all its digits: awk's print would write 9917333.5 as 9.91733e+06)
+peers_median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.15g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 # ------------------------------------------------------------------------------------- guest /init
 # The head of a guest's generated /init: busybox's applets, /proc, /sys, /dev, the console, and say and
@@ -388,10 +414,16 @@ peers_backend_start() {
 
 # Stop the backend (SIGTERM, grace period) and echo its RESULT line, if it printed one. Without arguments the
 # last one started; a script running two gives the PID and stdout file peers_backend_start left for each.
+#
+# Whatever of its process tree still runs once it ended is killed: a process in a group of its own (a DPDK back-end's
+# testpmd) outlives a wrapper that was SIGKILLed after the grace period. $3 (optional) lists more processes of that
+# back-end (peers_tree lines taken earlier, while it lived: a root that died no longer leads to its descendants).
 peers_backend_stop() {
-  local pid=${1:-$BACKEND_PID} out=${2:-$BACKEND_OUT}
+  local pid=${1:-$BACKEND_PID} out=${2:-$BACKEND_OUT} tree
   [ -n "$pid" ] || return 0
+  tree=$(peers_tree "$pid")
   peers_stop_group "$pid" "${PEERS_BACKEND_GRACE:-30}" TERM
+  peers_tree_kill_left "$tree${3:+$'\n'$3}"
   grep -E '^RESULT ' "$out" | tail -n 1 || true
   [ "$pid" != "$BACKEND_PID" ] || BACKEND_PID=
 }

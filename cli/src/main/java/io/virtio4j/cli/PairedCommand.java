@@ -12,13 +12,17 @@ import picocli.CommandLine.Spec;
 import java.io.PrintWriter;
 import java.math.BigDecimal;
 import java.math.MathContext;
+import java.util.LinkedHashMap;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
  * {@code virtio4j paired}: the statistics of {@code bench --compare} ({@link Summary}, {@link PairedRatio}) for one
  * figure measured elsewhere, pair by pair: what {@code peers/ab-builds.sh} prints as its SUMMARY, so that the scripts
- * carry no second copy of the statistics.
+ * carry no second copy of the statistics. With {@code --groups} the two-stage form ({@code bench-dpdk-vhost.sh
+ * --persistent}'s jvm=means): pairs measured in one JVM pair share that pair's luck, so they are not independent; the
+ * interval is taken over one value per group instead, each side's geometric mean over the group's pairs.
  */
 @Command(name = "paired", mixinStandardHelpOptions = true, sortOptions = false,
         footer = {"", "Example: virtio4j paired --a 10.1,9.8,10.3 --b 11.0,10.7,11.2"},
@@ -29,13 +33,19 @@ import java.util.concurrent.Callable;
                         + "ratio_B_over_A= ci95_low= ci95_high= half_width_pct= paired_ratio_median= "
                         + "paired_ratio_min= paired_ratio_max= (n/a where no ratio or interval exists: a value <= 0, "
                         + "or one pair). With --expects, a claim to judge: verdict= at the end, from the experiments' "
-                        + "set (reproduced, opposite, refuted, inconclusive; not_measured without an interval)."})
+                        + "set (reproduced, opposite, refuted, inconclusive; not_measured without an interval).",
+                "With --groups, groups=J follows pairs=N and every later field is over the J groups: each side's "
+                        + "geometric mean per group (no mean, so n/a, for a group with a value <= 0), then the "
+                        + "statistics above over those J pairs of means."})
 public final class PairedCommand implements Callable<Integer> {
 
     @Option(names = "--a", split = ",", required = true, paramLabel = "V", description = "side A's values, in pair order")
     double[] a;
     @Option(names = "--b", split = ",", required = true, paramLabel = "V", description = "side B's values, in pair order")
     double[] b;
+    @Option(names = "--groups", split = ",", paramLabel = "LABEL", description = "one label per pair (e.g. the JVM "
+            + "pair it ran in): the statistics over the groups' geometric means instead of the pairs")
+    String[] groups;
     @Option(names = "--figure", paramLabel = "NAME", description = "the figure's name in the output (default ${DEFAULT-VALUE})")
     String figure = "figure";
     @Option(names = "--expects", paramLabel = "increase|decrease", description = "the claim's direction for B/A: adds "
@@ -70,15 +80,25 @@ public final class PairedCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--claimed: " + claimed + (expects == null
                     ? " needs --expects" : " is not a positive ratio on the " + expects + " side of 1"));
         }
-        Summary sa = Summary.of(a);
-        Summary sb = Summary.of(b);
-        PairedRatio r = PairedRatio.of(a, b);
+        // the values the statistics run over: the pairs, or with --groups one pair of means per group
+        double[] va = a;
+        double[] vb = b;
+        String grouped = "";
+        if (groups != null) {
+            int[] group = groupIndex();
+            va = groupMeans(a, group);
+            vb = groupMeans(b, group);
+            grouped = " groups=" + va.length;
+        }
+        Summary sa = Summary.of(va);
+        Summary sb = Summary.of(vb);
+        PairedRatio r = PairedRatio.of(va, vb);
         double[] sorted = r.ratios().clone();
         java.util.Arrays.sort(sorted);
         // the interval's half-width relative to the ratio (symmetric enough for the few % it is read at)
         double halfWidthPct = r.hasInterval() ? 100 * (r.ciHigh() - r.ciLow()) / 2 / r.geoMean() : Double.NaN;
         PrintWriter out = spec.commandLine().getOut();
-        out.println("SUMMARY figure=" + figure + " pairs=" + a.length
+        out.println("SUMMARY figure=" + figure + " pairs=" + a.length + grouped
                 + " A_median=" + num(sa.median()) + " A_min=" + num(sa.min()) + " A_max=" + num(sa.max())
                 + " B_median=" + num(sb.median()) + " B_min=" + num(sb.min()) + " B_max=" + num(sb.max())
                 + " ratio_B_over_A=" + ratio(r.geoMean()) + " ci95_low=" + ratio(r.ciLow())
@@ -89,6 +109,45 @@ public final class PairedCommand implements Callable<Integer> {
                         .text().replace(' ', '_')));
         out.flush();
         return 0;
+    }
+
+    /** Each pair's group, numbered 0, 1, ... in the order the labels first appear. */
+    private int[] groupIndex() {
+        if (groups.length != a.length) {
+            throw new ParameterException(spec.commandLine(), "--groups has " + groups.length + " labels and --a "
+                    + a.length + " values: one label per pair");
+        }
+        Map<String, Integer> index = new LinkedHashMap<>();
+        int[] group = new int[groups.length];
+        for (int i = 0; i < groups.length; i++) {
+            if (groups[i].isBlank()) {
+                throw new ParameterException(spec.commandLine(), "--groups: label " + (i + 1) + " is empty");
+            }
+            group[i] = index.computeIfAbsent(groups[i], k -> index.size());
+        }
+        return group;
+    }
+
+    /**
+     * Per group, the geometric mean of its values (0 when one of them is <= 0: there is none, and the ratio reads n/a).
+     * Per side, not per ratio: B's mean over A's is the geometric mean of the group's per-pair ratios all the same.
+     */
+    private static double[] groupMeans(double[] values, int[] group) {
+        int n = java.util.Arrays.stream(group).max().orElseThrow() + 1;
+        double[] logSum = new double[n];
+        int[] count = new int[n];
+        boolean[] positive = new boolean[n];
+        java.util.Arrays.fill(positive, true);
+        for (int i = 0; i < values.length; i++) {
+            positive[group[i]] &= values[i] > 0;
+            logSum[group[i]] += values[i] > 0 ? Math.log(values[i]) : 0;
+            count[group[i]]++;
+        }
+        double[] means = new double[n];
+        for (int g = 0; g < n; g++) {
+            means[g] = positive[g] ? Math.exp(logSum[g] / count[g]) : 0;
+        }
+        return means;
     }
 
     private void check(String option, double[] values) {

@@ -107,6 +107,57 @@ class PairedCommandTest {
         assertTrue(r[1].startsWith("--expects: up is not increase or decrease"), r[1]);
     }
 
+    /**
+     * With --groups the statistics run over one pair of means per group, each side's geometric mean over the group's
+     * pairs, figured here by hand: group x holds A 100, 400 (geometric mean 200, not the arithmetic 250) and B 110,
+     * 440 (220); group y A 1000, 1000 and B 1210, 1210. The labels need not be contiguous. The line is the one paired
+     * prints for those two pairs of means, besides pairs= (the pairs given) and groups=.
+     */
+    @Test
+    void groupsTakeTheStatisticsOverEachGroupsGeometricMeans() {
+        Map<String, String> g = summary("paired", "--figure", "pps", "--a", "100,1000,400,1000",
+                "--b", "110,1210,440,1210", "--groups", "x,y,x,y");
+        Map<String, String> byHand = summary("paired", "--figure", "pps", "--a", "200,1000", "--b", "220,1210");
+        assertEquals("4", g.get("pairs"));
+        assertEquals("2", g.get("groups"));
+        assertEquals("200", g.get("A_min"));
+        assertEquals("1210", g.get("B_max"));
+        // ratios 1.1 and 1.21: geometric mean sqrt(1.331); an interval exists with two groups
+        assertEquals(String.format(Locale.ROOT, "%.4f", Math.sqrt(1.1 * 1.21)), g.get("ratio_B_over_A"));
+        g.remove("groups");
+        g.put("pairs", "2");
+        assertEquals(byHand, g);
+        // the same pairs ungrouped: four ratios (1.1, 1.21, 1.1, 1.21), three degrees of freedom, a narrower interval
+        Map<String, String> pooled = summary("paired", "--figure", "pps", "--a", "100,1000,400,1000",
+                "--b", "110,1210,440,1210");
+        assertEquals(g.get("ratio_B_over_A"), pooled.get("ratio_B_over_A"));
+        assertTrue(Double.parseDouble(pooled.get("half_width_pct")) < Double.parseDouble(g.get("half_width_pct")),
+                pooled + " vs " + g);
+    }
+
+    @Test
+    void oneGroupGivesItsRatioWithoutAnIntervalAndAGroupWithAZeroNoRatio() {
+        Map<String, String> one = summary("paired", "--a", "100,400", "--b", "110,440", "--groups", "1,1");
+        assertEquals("1", one.get("groups"));
+        assertEquals("1.1000", one.get("ratio_B_over_A"));
+        assertEquals("n/a", one.get("ci95_low"));
+        assertEquals("n/a", one.get("half_width_pct"));
+        Map<String, String> zero = summary("paired", "--a", "0,400,100,100", "--b", "110,440,110,110", "--groups",
+                "1,1,2,2");
+        assertEquals("n/a", zero.get("ratio_B_over_A"));
+        assertEquals("0", zero.get("A_min"), "group 1 has no geometric mean");
+    }
+
+    @Test
+    void groupsThatDoNotLabelEveryPairAreRefused() {
+        String[] r = execute("paired", "--a", "1,2,3", "--b", "1,2,3", "--groups", "1,2");
+        assertEquals("2", r[0], r[1]);
+        assertTrue(r[1].startsWith("--groups has 2 labels and --a 3 values: one label per pair"), r[1]);
+        r = execute("paired", "--a", "1,2,3", "--b", "1,2,3", "--groups", "1,,2");
+        assertEquals("2", r[0], r[1]);
+        assertTrue(r[1].startsWith("--groups: label 2 is empty"), r[1]);
+    }
+
     @Test
     void figuresComeBackWithAllTheirDigits() {
         Map<String, String> s = summary("paired", "--a", "1088352,0.1", "--b", "14.25,656797");

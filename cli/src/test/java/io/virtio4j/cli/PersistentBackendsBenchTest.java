@@ -17,12 +17,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The short form of the cost measurement ({@code peers/bench-dpdk-vhost.sh --persistent}): DPDK virtio-user into two
- * {@code serve net} back-ends kept running across reps, A plain, B with {@code --metrics} and a flight recording, each
- * JVM pair serving a warm-up and then one rep (restarted every rep), with 1-second windows. What it checks does not
- * depend on speed: the order alternates (A B, then B A) and each rep runs in the JVM pair it says; B's counters scraped
- * from its metrics before and after each run equal what the driver sent in it; every back-end's RESULT at its stop
- * equals everything the drivers sent it, warm-up included; the back-end not being measured is stopped (no CPU); the
- * summaries come per JVM pair, pooled and over the pairs' means; B's recording holds its sessions.
+ * back-ends kept running across reps, A DPDK's own (testpmd-vhost.sh, whose testpmd runs in a session of its own), B
+ * {@code serve net} with {@code --metrics} and a flight recording, two JVM pairs of two reps each (AB, BA), each pair
+ * warmed first, with 1-second windows. What it checks does not depend on speed: the order alternates inside each JVM
+ * pair and each rep runs in the JVM pair it says; B's counters scraped from its metrics before and after each run equal
+ * what the driver sent in it; every back-end's RESULT at its stop equals everything the drivers sent it, warm-up
+ * included; the back-end not being measured is stopped, all of its process tree (its processes in state T, no CPU);
+ * the summaries come per JVM pair, pooled and over the pairs' means, each with an interval; B's recording holds its
+ * sessions.
  */
 class PersistentBackendsBenchTest {
     @TempDir
@@ -34,14 +36,14 @@ class PersistentBackendsBenchTest {
         String cli = PeerRuns.cli();
         String recorded = cli.replaceFirst(" ", " -XX:StartFlightRecording:filename=" + jfr + " ");
         PeerRuns.Outcome r = PeerRuns.run(Duration.ofMinutes(5), List.of("bash",
-                PeerRuns.script("bench-dpdk-vhost.sh").toString(), "--persistent", "--reps", "2", "--restart-every", "1",
+                PeerRuns.script("bench-dpdk-vhost.sh").toString(), "--persistent", "--reps", "4", "--restart-every", "2",
                 "--backend-warmup", "1", "--duration", "1", "--sizes", "64", "--v4j", cli,
-                "--backend-a", cli + " serve net --socket {sock} --mode rxonly",
                 "--backend-b", recorded + " serve net --socket {sock} --mode rxonly --metrics unix:{metrics}"));
         assertEquals(0, r.exit(), "bench-dpdk-vhost --persistent failed:\n" + r.output());
 
         List<String> runs = r.output().lines().filter(l -> l.startsWith("RUN ")).toList();
-        assertEquals(List.of("1 1 AB A", "1 1 AB B", "2 2 BA B", "2 2 BA A"), runs.stream()
+        assertEquals(List.of("1 1 AB A", "1 1 AB B", "2 1 BA B", "2 1 BA A", "3 2 AB A", "3 2 AB B", "4 2 BA B",
+                "4 2 BA A"), runs.stream()
                 .map(l -> word(l, "rep") + " " + word(l, "jvm") + " " + word(l, "order") + " " + word(l, "backend"))
                 .toList(), r.output());
         for (String run : runs) {
@@ -54,7 +56,9 @@ class PersistentBackendsBenchTest {
                 assertEquals("na", word(run, "backend_rx"), "A serves no metrics: " + run);
                 assertEquals("n/a", word(run, "exact"), run);
             }
-            // SIGSTOPped while the other one is measured: not one clock tick
+            // the other back-end, all of its processes (DPDK's testpmd in its own session too), stopped: state T, and
+            // not one clock tick while this one was measured (the state tells a stopped one from an idle one)
+            assertEquals("T", word(run, "other_state"), run);
             assertEquals("0.00", word(run, "other_cpu"), run);
         }
 
@@ -65,17 +69,24 @@ class PersistentBackendsBenchTest {
             assertEquals("yes", word(b, "exact"), b);
             long measured = runs.stream().filter(l -> word(l, "jvm").equals(word(b, "jvm"))
                     && word(l, "backend").equals(word(b, "backend"))).mapToLong(l -> field(l, "tx_total")).sum();
-            // its RESULT counts the warm-up's frames besides the measured run's
+            // its RESULT counts the warm-up's frames besides the measured runs'
             assertTrue(field(b, "rx_total") > measured, b);
             assertEquals(field(b, "driver_tx_total"), field(b, "rx_total"), b);
         }
 
+        // the medians of four reps (the mean of the middle two) with all their digits, never 9.91733e+06
+        String medians = r.line("SUMMARY size=64 reps=4 ");
+        for (String key : List.of("A_median_pps", "B_median_pps")) {
+            assertTrue(word(medians, key).matches("\\d+(\\.\\d+)?"), key + " in " + medians);
+        }
         for (String jvm : List.of("1", "2", "all", "means")) {
-            String prefix = "SUMMARY size=64 jvm=" + jvm + " figure=pps pairs=" + (jvm.length() == 1 ? 1 : 2) + " ";
+            String prefix = "SUMMARY size=64 jvm=" + jvm + " figure=pps pairs="
+                    + (jvm.length() == 1 ? "2 " : jvm.equals("all") ? "4 " : "4 groups=2 ");
             String s = r.output().lines().filter(l -> l.startsWith(prefix)).findFirst()
                     .orElseThrow(() -> new AssertionError("no " + prefix + " in\n" + r.output()));
-            for (String key : List.of("ratio_B_over_A", "ci95_low", "ci95_high", "half_width_pct")) {
-                assertFalse(word(s, key).isEmpty(), s);
+            // two values at least in each: a ratio and an interval, plain numbers (no exponent, no n/a)
+            for (String key : List.of("ratio_B_over_A", "ci95_low", "ci95_high", "half_width_pct", "A_median")) {
+                assertTrue(word(s, key).matches("\\d+(\\.\\d+)?"), key + " in " + s);
             }
         }
 
