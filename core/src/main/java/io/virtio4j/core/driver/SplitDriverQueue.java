@@ -356,7 +356,16 @@ public final class SplitDriverQueue implements DriverQueue {
         writableBytes[head] = writable;
         addedAt[head] = adds++;
 
-        avail.entry(availShadow & mask, head);
+        int slot = availShadow & mask;
+        // IN_ORDER with buffers of a fixed descriptor count makes the ring's entries the same every lap (a ring of
+        // one-descriptor buffers holds slot i -> head i for good): store only an entry that differs. A device that
+        // polls close behind us keeps reading the line of entries we are filling, and each store into it would
+        // have to take the line back from the device's cache (a request for ownership) first; a load of an equal
+        // value hits the shared copy. The device reads the same value either way: it was stored before an earlier
+        // release of avail.idx, so the device's acquire of the new index orders its read after that store too.
+        if (!inOrder || avail.entry(slot) != head) {
+            avail.entry(slot, head);
+        }
         availShadow = (availShadow + 1) & 0xFFFF;
         numAdded++;
         counters.buffers++;
