@@ -50,7 +50,9 @@ import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
  * writable part as written length (the spec counts skipped buffers as fully used), the last with the entry's
  * len. An id that is no head in flight breaks the queue ({@link InvalidUsedIdException}), and so does one that
  * would complete more buffers than used.idx advanced by ({@link UsedBatchTooLongException}).
- * {@link #detachUnused()} takes buffers back in any order and must be followed by {@link #reset()}.
+ * {@link #detachUnused()} takes buffers back in any order and must be followed by {@link #reset()}. Buffers of a
+ * fixed descriptor count put the same head in each avail slot lap after lap; an entry equal to what the slot holds
+ * is not stored again, so a device polling close behind keeps its shared copy of the line (docs/ring-formats.md).
  */
 public final class SplitDriverQueue implements DriverQueue {
     private final int size;
