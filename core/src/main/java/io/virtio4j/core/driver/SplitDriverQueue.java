@@ -363,8 +363,10 @@ public final class SplitDriverQueue implements DriverQueue {
         // one-descriptor buffers holds slot i -> head i for good): store only an entry that differs. A device that
         // polls close behind us keeps reading the line of entries we are filling, and each store into it would
         // have to take the line back from the device's cache (a request for ownership) first; a load of an equal
-        // value hits the shared copy. The device reads the same value either way: it was stored before an earlier
-        // release of avail.idx, so the device's acquire of the new index orders its read after that store too.
+        // value hits the shared copy. The device reads the same value either way: the equal value was stored on an
+        // earlier lap, before an earlier release of avail.idx (or was there before the ring was handed over), so the
+        // device's acquire of the new index orders its read after that store too. Compared with the ring, not a
+        // private copy: an entry the device scribbled over is stored again.
         if (!inOrder || avail.entry(slot) != head) {
             avail.entry(slot, head);
         }
