@@ -2,6 +2,7 @@ package io.virtio4j.bench;
 
 import java.io.PrintStream;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -108,7 +109,8 @@ public final class BenchReport {
             j.put("median", r.median());
             j.put("ci95", List.of(r.ciLow(), r.ciHigh()));
             j.put("half_width", r.halfWidth());
-            j.put("outlier_pairs", r.outliers());
+            // Json writes lists and double arrays: the pair numbers go boxed
+            j.put("outlier_pairs", Arrays.stream(r.outliers()).boxed().toList());
             ratios.put(m.key(), j);
         }
         root.put("ratio_b_over_a", ratios);

@@ -89,11 +89,20 @@ class ExperimentRowsTest {
         assertTrue(f.expectsIncrease());
 
         List<Experiment> order = new ExperimentRunner(1000, 2, 0, Set.of(Experiment.IN_ORDER)).selected();
-        assertEquals(List.of("in-order"), order.stream().map(Experiment::id).toList());
+        assertEquals(List.of("in-order", "in-order-lazy", "in-order-packed"), order.stream().map(Experiment::id).toList());
+        for (Experiment o : order) {
+            assertFalse(o.configA().inOrder(), o.id());
+            assertTrue(o.configB().inOrder(), o.id());
+            assertTrue(o.expectsIncrease(), o.id());
+            assertEquals(NotificationMode.POLL, o.base().mode(), o.id());
+            assertEquals(Metric.AVAIL_IDX_READS_PER_BUFFER, o.counter(), "the device's polls show the chase: " + o.id());
+        }
         Experiment o = order.getFirst();
-        assertFalse(o.configA().inOrder());
-        assertTrue(o.configB().inOrder());
         assertEquals(RingFormat.SPLIT, o.base().ring(), "the claim is about the split ring");
-        assertTrue(o.expectsIncrease());
+        assertEquals(AvailPublication.EAGER, o.base().availPublish());
+        assertEquals(AvailPublication.LAZY, order.get(1).base().availPublish(), "the driver publishing once per kick");
+        assertEquals(RingFormat.SPLIT, order.get(1).base().ring());
+        assertEquals(RingFormat.PACKED, order.get(2).base().ring());
+        assertEquals(1.19, order.get(2).claimedRatio(), "vhost-net transmit's +19%");
     }
 }

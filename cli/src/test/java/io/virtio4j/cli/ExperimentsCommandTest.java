@@ -37,7 +37,7 @@ class ExperimentsCommandTest {
                 "lazy-avail-publish-vhost-user-adaptive", "lazy-avail-publish-vhost-user-notify", "barrier-strength",
                 "barrier-strength-batch1",
                 "barrier-strength-rr-poll-1p", "barrier-strength-rr-notify-1p", "barrier-strength-rr-poll-2p",
-                "barrier-strength-rr-notify-2p", "packed-vs-split", "in-order"),
+                "barrier-strength-rr-notify-2p", "packed-vs-split", "in-order", "in-order-lazy", "in-order-packed"),
                 rows.stream().map(l -> l.split(" \\| ")[0].substring(2)).toList());
         for (String row : rows) {
             String[] c = row.substring(2, row.length() - 2).split(" \\| ");

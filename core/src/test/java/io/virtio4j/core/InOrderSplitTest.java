@@ -122,6 +122,40 @@ class InOrderSplitTest {
         }
     }
 
+    /**
+     * The driver stores an avail entry only when it differs from what the slot holds (IN_ORDER makes them repeat lap
+     * after lap). It compares with the ring itself, not with what it stored last: an entry whose head moved (an
+     * earlier chain of another length), and one the device scribbled over, must both be stored again.
+     */
+    @Test
+    void aRepeatedAvailEntryIsLeftAndAChangedOrScribbledOneIsStored() {
+        try (Pair p = inOrder(4)) {
+            for (String t : new String[] {"a", "b", "c", "d"}) {
+                p.add(t, 1, 0); // heads 0, 1, 2, 3 in slots 0..3
+            }
+            p.driver.kick();
+            for (int i = 0; i < 4; i++) {
+                p.popAndPush();
+            }
+            p.device.flushUsed();
+            p.reap("a", "b", "c", "d");
+            p.avail.entry(0, 2); // a hostile device rewrites slot 0, where the driver stored head 0 last lap
+            p.add("e", 1, 0); // slot 0: head 0 again, over the scribble
+            p.add("f", 2, 0); // slot 1: head 1 again, now with descriptors 1 and 2
+            p.add("g", 1, 0); // slot 2: head 3, where 2 stood
+            assertEquals(0, p.avail.entry(0), "the scribbled entry is stored over, whatever the driver stored last");
+            assertEquals(1, p.avail.entry(1));
+            assertEquals(3, p.avail.entry(2), "a moved head is stored");
+            p.driver.kick();
+            for (int head : new int[] {0, 1, 3}) {
+                assertEquals(head, p.device.pop().head());
+                p.device.pushUsed(head, 0);
+            }
+            p.device.flushUsed();
+            p.reap("e", "f", "g");
+        }
+    }
+
     @Test
     void theDriverRejectsAUsedIdThatIsNoHeadInFlight() {
         try (Pair p = inOrder(8)) {

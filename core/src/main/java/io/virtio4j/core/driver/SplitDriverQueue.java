@@ -50,7 +50,9 @@ import static io.virtio4j.core.layout.SplitLayout.USED_F_NO_NOTIFY;
  * writable part as written length (the spec counts skipped buffers as fully used), the last with the entry's
  * len. An id that is no head in flight breaks the queue ({@link InvalidUsedIdException}), and so does one that
  * would complete more buffers than used.idx advanced by ({@link UsedBatchTooLongException}).
- * {@link #detachUnused()} takes buffers back in any order and must be followed by {@link #reset()}.
+ * {@link #detachUnused()} takes buffers back in any order and must be followed by {@link #reset()}. Buffers of a
+ * fixed descriptor count put the same head in each avail slot lap after lap; an entry equal to what the slot holds
+ * is not stored again, so a device polling close behind keeps its shared copy of the line (docs/ring-formats.md).
  */
 public final class SplitDriverQueue implements DriverQueue {
     private final int size;
@@ -356,7 +358,18 @@ public final class SplitDriverQueue implements DriverQueue {
         writableBytes[head] = writable;
         addedAt[head] = adds++;
 
-        avail.entry(availShadow & mask, head);
+        int slot = availShadow & mask;
+        // IN_ORDER with buffers of a fixed descriptor count makes the ring's entries the same every lap (a ring of
+        // one-descriptor buffers holds slot i -> head i for good): store only an entry that differs. A device that
+        // polls close behind us keeps reading the line of entries we are filling, and each store into it would
+        // have to take the line back from the device's cache (a request for ownership) first; a load of an equal
+        // value hits the shared copy. The device reads the same value either way: the equal value was stored on an
+        // earlier lap, before an earlier release of avail.idx (or was there before the ring was handed over), so the
+        // device's acquire of the new index orders its read after that store too. Compared with the ring, not a
+        // private copy: an entry the device scribbled over is stored again.
+        if (!inOrder || avail.entry(slot) != head) {
+            avail.entry(slot, head);
+        }
         availShadow = (availShadow + 1) & 0xFFFF;
         numAdded++;
         counters.buffers++;
