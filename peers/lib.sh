@@ -394,6 +394,24 @@ EOF
 # in its own process group, stdout to LOG.out and stderr to LOG.err.
 BACKEND_PID=
 BACKEND_OUT=
+# Every back-end started, "PID STARTTIME OUT" (start time from /proc/PID/stat: tells it from a later process given the
+# same PID), registered before its socket is waited for: on any exit, each one still running is stopped as
+# peers_backend_stop stops it, tree included. Killing its process group alone leaves a descendant in a session of its
+# own (a DPDK back-end's testpmd) busy-polling, whichever way the script died (a socket never created, a failed drive).
+PEERS_BACKENDS=()
+peers_backends_end() {
+  local i pid start out now
+  for ((i = ${#PEERS_BACKENDS[@]} - 1; i >= 0; i--)); do
+    read -r pid start out <<<"${PEERS_BACKENDS[i]}"
+    # stopped already (gone, or ended and not yet reaped), or the PID is another process's now: nothing to do
+    now=$(awk '{ sub(/^.*\) /, ""); print $1, $20 }' "/proc/$pid/stat" 2>/dev/null) || continue
+    case $now in Z\ * | X\ *) continue ;; esac
+    [ "${now#* }" = "$start" ] || continue
+    peers_tree_signal CONT "$pid"   # a stopped process acts on SIGTERM only once continued
+    peers_backend_stop "$pid" "$out" >/dev/null
+  done
+}
+peers_on_exit_call peers_backends_end
 peers_backend_start() {
   local tmpl=$1 sock=$2 cpu=$3 log=$4 cmd pin=()
   cmd=${tmpl//\{sock\}/$sock}
@@ -402,6 +420,7 @@ peers_backend_start() {
   BACKEND_OUT=$log.out
   setsid "${pin[@]}" bash -c "exec $cmd" </dev/null >"$log.out" 2>"$log.err" &
   BACKEND_PID=$!
+  PEERS_BACKENDS+=("$BACKEND_PID $(awk '{ sub(/^.*\) /, ""); print $20 }' "/proc/$BACKEND_PID/stat" 2>/dev/null) $log.out")
   peers_on_exit_kill_group "$BACKEND_PID"
   peers_log "backend pid $BACKEND_PID: $cmd"
   local rc=0
