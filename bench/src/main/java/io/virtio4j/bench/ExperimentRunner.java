@@ -372,10 +372,13 @@ public final class ExperimentRunner {
                         .append(aToB(r, Metric.ROUND_TRIP_P99_NS)).append('\n');
             }
             if (r.experiment().vhostUser()) {
-                // the mechanism behind both figures: how often avail.idx was stored and the back-end kicked per frame
+                // the mechanism behind both figures: how often avail.idx and avail entries were stored and the back-end
+                // kicked per frame
                 sb.append("  - vhost-user, back-end serve net rxonly ").append(r.experiment().base().mode().name()
                                 .toLowerCase(Locale.ROOT)).append("; ").append(Metric.AVAIL_IDX_WRITES_PER_BUFFER.label())
                         .append(' ').append(aToB(r, Metric.AVAIL_IDX_WRITES_PER_BUFFER)).append(", ")
+                        .append(Metric.AVAIL_ENTRY_WRITES_PER_BUFFER.label()).append(' ')
+                        .append(aToB(r, Metric.AVAIL_ENTRY_WRITES_PER_BUFFER)).append(", ")
                         .append(Metric.KICKS_PER_BUFFER.label()).append(' ').append(aToB(r, Metric.KICKS_PER_BUFFER))
                         .append("; every run exact (back-end received = driver sent)\n");
             }

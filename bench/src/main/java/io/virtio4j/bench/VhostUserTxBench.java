@@ -210,6 +210,7 @@ public final class VhostUserTxBench implements AutoCloseable {
         log.put("backend_rx", received);
         log.put("kicks_per_frame", (double) tx.kicksSent / frames);
         log.put("publications_per_frame", (double) tx.availIdxWrites / frames);
+        log.put("avail_entry_writes_per_frame", (double) tx.availEntryWrites / frames);
         log.put("backend_kicks_read", w1.stats().kicks() - w0.stats().kicks());
         // what the sending and the back-end's threads allocated in the window: nothing once compiled
         // (NetDriverAllocationTest asserts it); a short run on a busy machine can end before the JIT has finished
