@@ -38,6 +38,9 @@
 # the driver's TX-packets (else backend_rx=na, exact=n/a). When a back-end stops, its RESULT
 # RX-packets is compared with everything the drivers sent it, warm-up included ("BACKEND" line).
 # Whatever of a back-end's process tree still runs after it stopped is killed (also on any error exit).
+# A process counts as stopped only when every one of its threads is (/proc/PID/task/*/stat). A harness
+# killed with SIGKILL runs no exit path: its kept back-ends stay stopped (SIGSTOP) until someone kills
+# them (their PIDs are in its log, "backend pid N").
 #
 # Output: one "RUN ..." line per run, then per size "SUMMARY size=.. A_median_pps=.. A_min=.. A_max=..
 # B_median_pps=.. B_min=.. B_max=.. ratio_B_over_A=.. paired_ratio_min=.. paired_ratio_max=..".
@@ -235,7 +238,7 @@ peers_on_exit_call end_kept
 # Dies unless back-end X lives (a zombie does not), naming it and where the run is, with the end of its stderr.
 kept_alive() {
   local st
-  st=$(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/${KEPT_PID[$1]}/stat" 2>/dev/null) || st=''
+  st=$(peers_proc_state "${KEPT_PID[$1]}")
   [ -z "$st" ] || [ "$st" = Z ] || [ "$st" = X ] || return 0
   tail -n 20 "${KEPT_ERR[$1]}" >&2 || true
   peers_die "backend $1 (pid ${KEPT_PID[$1]}) is gone at $(at); its stderr (${KEPT_ERR[$1]}) ends above"

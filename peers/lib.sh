@@ -98,14 +98,29 @@ peers_wait_socket() {
 peers_cputicks() {
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
+# A process's state letter over all its threads (/proc/PID/task/*/stat): T only when every thread is stopped or ended
+# (T, t, Z, X) and one is stopped, Z when all ended, else the state of a thread still running or able to (R, S, D...).
+# /proc/PID/stat shows the leader thread alone: a JVM's other threads, or a leader that exited before them, would make
+# a process that still runs read as stopped or ended. Empty when the process is gone.
+peers_proc_state() {
+  { cat "/proc/$1"/task/[0-9]*/stat 2>/dev/null || true; } |
+    awk '{ sub(/^.*\) /, ""); n++; if ($1 ~ /^[TtZX]$/) { if ($1 ~ /^[Tt]$/) t = 1 } else if (run == "") run = $1 }
+      END { if (n) print (run != "" ? run : t ? "T" : "Z") }'
+}
 # A process and all its descendants, which may have sessions and process groups of their own (testpmd-vhost.sh starts
-# testpmd with setsid), one line each: "PID PPID PGID STATE TICKS STARTTIME" (/proc/PID/stat: state letter, user+system
-# clock ticks, start time in ticks since boot, which tells a process from a later one given the same PID).
+# testpmd with setsid), one line each: "PID PPID PGID STATE TICKS STARTTIME" (/proc/PID/stat: user+system clock ticks
+# of all threads, start time in ticks since boot, which tells a process from a later one given the same PID; the state
+# letter is peers_proc_state's, over every thread).
 peers_tree() {
+  local pid ppid pg st ticks start now
   # processes come and go while we read: cat's failure on a vanished one must not fail the pipeline
   { cat /proc/[0-9]*/stat 2>/dev/null || true; } |
     awk -v root="$1" '{ pid = $1; sub(/^.*\) /, ""); pp[pid] = $2; l[pid] = pid " " $2 " " $3 " " $1 " " ($12 + $13) " " $20 }
-      END { for (p in l) { q = p; while (q != "" && q != 0 && q != root) q = pp[q]; if (q == root) print l[p] } }'
+      END { for (p in l) { q = p; while (q != "" && q != 0 && q != root) q = pp[q]; if (q == root) print l[p] } }' |
+    while read -r pid ppid pg st ticks start; do
+      now=$(peers_proc_state "$pid")
+      echo "$pid $ppid $pg ${now:-X} $ticks $start"   # X: gone since the first read
+    done
 }
 peers_tree_cputicks() { peers_tree "$1" | awk '{ s += $5 } END { print s + 0 }'; }
 # SIGNAL to every process group of the tree under $2 (a group of ours: a descendant's group lies in a session that we
@@ -120,10 +135,10 @@ peers_tree_kill_left() {
   local pid ppid pg st ticks start now
   while read -r pid ppid pg st ticks start; do
     [ -n "$start" ] || continue
-    # its state and start time now; an ended process (Z, waiting to be reaped) runs no more
-    now=$(awk '{ sub(/^.*\) /, ""); print $1, $20 }' "/proc/$pid/stat" 2>/dev/null) || continue
-    case $now in Z\ * | X\ *) continue ;; esac
-    if [ "${now#* }" = "$start" ]; then
+    # its state (over all threads) and start time now; an ended process (Z, waiting to be reaped) runs no more
+    now=$(awk '{ sub(/^.*\) /, ""); print $20 }' "/proc/$pid/stat" 2>/dev/null) || continue
+    case $(peers_proc_state "$pid") in Z | X | '') continue ;; esac
+    if [ "$now" = "$start" ]; then
       peers_log "killing pid $pid, left running after its back-end stopped"
       kill -KILL "$pid" 2>/dev/null || true
     fi
@@ -394,6 +409,24 @@ EOF
 # in its own process group, stdout to LOG.out and stderr to LOG.err.
 BACKEND_PID=
 BACKEND_OUT=
+# Every back-end started, "PID STARTTIME OUT" (start time from /proc/PID/stat: tells it from a later process given the
+# same PID), registered before its socket is waited for: on any exit, each one still running is stopped as
+# peers_backend_stop stops it, tree included. Killing its process group alone leaves a descendant in a session of its
+# own (a DPDK back-end's testpmd) busy-polling, whichever way the script died (a socket never created, a failed drive).
+PEERS_BACKENDS=()
+peers_backends_end() {
+  local i pid start out now
+  for ((i = ${#PEERS_BACKENDS[@]} - 1; i >= 0; i--)); do
+    read -r pid start out <<<"${PEERS_BACKENDS[i]}"
+    # stopped already (gone, or ended and not yet reaped), or the PID is another process's now: nothing to do
+    now=$(awk '{ sub(/^.*\) /, ""); print $20 }' "/proc/$pid/stat" 2>/dev/null) || continue
+    case $(peers_proc_state "$pid") in Z | X | '') continue ;; esac
+    [ "$now" = "$start" ] || continue
+    peers_tree_signal CONT "$pid"   # a stopped process acts on SIGTERM only once continued
+    peers_backend_stop "$pid" "$out" >/dev/null
+  done
+}
+peers_on_exit_call peers_backends_end
 peers_backend_start() {
   local tmpl=$1 sock=$2 cpu=$3 log=$4 cmd pin=()
   cmd=${tmpl//\{sock\}/$sock}
@@ -402,6 +435,7 @@ peers_backend_start() {
   BACKEND_OUT=$log.out
   setsid "${pin[@]}" bash -c "exec $cmd" </dev/null >"$log.out" 2>"$log.err" &
   BACKEND_PID=$!
+  PEERS_BACKENDS+=("$BACKEND_PID $(awk '{ sub(/^.*\) /, ""); print $20 }' "/proc/$BACKEND_PID/stat" 2>/dev/null) $log.out")
   peers_on_exit_kill_group "$BACKEND_PID"
   peers_log "backend pid $BACKEND_PID: $cmd"
   local rc=0

@@ -79,7 +79,9 @@ public final class AdaptivePairs {
         /** The budget was spent first. */
         BUDGET("budget spent"),
         /** Its figure is zero or negative in some run (e.g. no kicks at all): a ratio of it has no interval. */
-        NO_INTERVAL("no interval");
+        NO_INTERVAL("no interval"),
+        /** One of its runs threw (a run that was not exact, a stall): it left the schedule, the others went on. */
+        FAILED("failed");
 
         private final String text;
 
@@ -104,16 +106,23 @@ public final class AdaptivePairs {
     /**
      * What one comparison got.
      *
-     * @param nanos time its warm-up and measured pairs took (its share of the budget)
+     * @param nanos   time its warm-up and measured pairs took (its share of the budget)
+     * @param failure what a run of it threw (then {@code stop} is FAILED and {@code pairs} unusable), else null
      */
-    public record Outcome(Interleaved.Pairs pairs, long nanos, Stop stop) {
+    public record Outcome(Interleaved.Pairs pairs, long nanos, Stop stop, RuntimeException failure) {
+        public Outcome(Interleaved.Pairs pairs, long nanos, Stop stop) {
+            this(pairs, nanos, stop, null);
+        }
+
         public double seconds() {
             return nanos / 1e9;
         }
     }
 
     /**
-     * Runs the rows' warm-up pairs and first blocks one row after the other, then the turns.
+     * Runs the rows' warm-up pairs and first blocks one row after the other, then the turns. A row one of whose runs
+     * throws a RuntimeException (what a failed or stalled run throws) leaves the schedule with it as its failure and
+     * the others go on; an Error or an interrupt ends the whole schedule.
      *
      * @param clock nanosecond clock (System::nanoTime; a test passes its own)
      */
@@ -124,14 +133,19 @@ public final class AdaptivePairs {
         Interleaved.Pairs[] pairs = new Interleaved.Pairs[n];
         long[] spent = new long[n];
         Stop[] stop = new Stop[n];
+        RuntimeException[] failure = new RuntimeException[n];
         for (int i = 0; i < n; i++) {
             Row r = rows.get(i);
             long t0 = clock.getAsLong();
-            Interleaved.warmUp(r.sides(), warmup, r.progress());
-            pairs[i] = Interleaved.more(r.sides(), new Interleaved.Pairs(r.a(), r.b(), List.of(), List.of()),
-                    s.firstPairs(), r.progress());
+            try {
+                Interleaved.warmUp(r.sides(), warmup, r.progress());
+                pairs[i] = Interleaved.more(r.sides(), new Interleaved.Pairs(r.a(), r.b(), List.of(), List.of()),
+                        s.firstPairs(), r.progress());
+                stop[i] = s.isAdaptive() ? reached(pairs[i], r.metric(), s) : Stop.FIXED;
+            } catch (RuntimeException e) {
+                stop[i] = fail(r, failure, i, e);
+            }
             spent[i] += clock.getAsLong() - t0;
-            stop[i] = s.isAdaptive() ? reached(pairs[i], r.metric(), s) : Stop.FIXED;
         }
         boolean turnTaken = true;
         while (turnTaken) {
@@ -146,17 +160,27 @@ public final class AdaptivePairs {
                 }
                 Row r = rows.get(i);
                 long t0 = clock.getAsLong();
-                pairs[i] = Interleaved.more(r.sides(), pairs[i], s.step(), r.progress());
+                try {
+                    pairs[i] = Interleaved.more(r.sides(), pairs[i], s.step(), r.progress());
+                    stop[i] = reached(pairs[i], r.metric(), s);
+                } catch (RuntimeException e) {
+                    stop[i] = fail(r, failure, i, e);
+                }
                 spent[i] += clock.getAsLong() - t0;
-                stop[i] = reached(pairs[i], r.metric(), s);
                 turnTaken = true;
             }
         }
         List<Outcome> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            out.add(new Outcome(pairs[i], spent[i], stop[i]));
+            out.add(new Outcome(pairs[i], spent[i], stop[i], failure[i]));
         }
         return out;
+    }
+
+    private static Stop fail(Row r, RuntimeException[] failure, int i, RuntimeException e) {
+        failure[i] = e;
+        r.progress().accept("failed, leaves the schedule: " + e);
+        return Stop.FAILED;
     }
 
     /** TARGET or NO_INTERVAL when the row needs no more pairs, null while it does. */

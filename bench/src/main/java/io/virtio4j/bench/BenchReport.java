@@ -67,8 +67,8 @@ public final class BenchReport {
     private static final Metric[] COMPARED = {Metric.BUFFERS_PER_S, Metric.NS_PER_BUFFER, Metric.CPU_NS_PER_BUFFER,
         Metric.DRIVER_CPU_MS,
         Metric.DEVICE_CPU_MS, Metric.KICKS_PER_BUFFER, Metric.NOTIFICATIONS_PER_BUFFER,
-        Metric.AVAIL_IDX_READS_PER_BUFFER, Metric.AVAIL_IDX_WRITES_PER_BUFFER, Metric.USED_IDX_READS_PER_BUFFER,
-        Metric.ROUND_TRIP_P50_NS, Metric.ROUND_TRIP_P99_NS, Metric.SPURIOUS_WAKEUPS, Metric.ALLOCATED_BYTES_PER_BUFFER,
+        Metric.AVAIL_IDX_READS_PER_BUFFER, Metric.AVAIL_IDX_WRITES_PER_BUFFER,
+        Metric.AVAIL_ENTRY_WRITES_PER_BUFFER, Metric.USED_IDX_READS_PER_BUFFER, Metric.ROUND_TRIP_P50_NS, Metric.ROUND_TRIP_P99_NS, Metric.SPURIOUS_WAKEUPS, Metric.ALLOCATED_BYTES_PER_BUFFER,
         Metric.PROBE_NS, Metric.DIRTY_PAGES};
 
     public static void printComparison(PrintStream out, String key, Interleaved.Pairs p) {

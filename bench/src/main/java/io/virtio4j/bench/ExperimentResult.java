@@ -52,8 +52,8 @@ public record ExperimentResult(Experiment experiment, Interleaved.Pairs pairs, P
     /** Figures every row reports beside its own, each as medians and a ratio with its interval. */
     static final List<Metric> FIGURES = List.of(Metric.BUFFERS_PER_S, Metric.NS_PER_BUFFER, Metric.CPU_NS_PER_BUFFER,
             Metric.DRIVER_CPU_MS, Metric.DEVICE_CPU_MS, Metric.KICKS_PER_BUFFER, Metric.NOTIFICATIONS_PER_BUFFER,
-            Metric.AVAIL_IDX_READS_PER_BUFFER, Metric.AVAIL_IDX_WRITES_PER_BUFFER, Metric.STRONG_FENCES_PER_BUFFER,
-            Metric.ROUND_TRIP_P50_NS, Metric.ROUND_TRIP_P99_NS, Metric.PROBE_NS);
+            Metric.AVAIL_IDX_READS_PER_BUFFER, Metric.AVAIL_IDX_WRITES_PER_BUFFER, Metric.AVAIL_ENTRY_WRITES_PER_BUFFER,
+            Metric.STRONG_FENCES_PER_BUFFER, Metric.ROUND_TRIP_P50_NS, Metric.ROUND_TRIP_P99_NS, Metric.PROBE_NS);
 
     /** Pair numbers (from 1) of the outliers of the row's figure. */
     public List<Integer> outlierPairs() {

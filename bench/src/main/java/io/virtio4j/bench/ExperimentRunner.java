@@ -28,7 +28,7 @@ public final class ExperimentRunner {
     private final double netWindowSeconds;
     private final AdaptivePairs.Stopping vhostStopping;
     private final double vhostWindowSeconds;
-    private final List<RuntimeException> failures = new ArrayList<>();
+    private final List<Throwable> failures = new ArrayList<>();
 
     /** {@code runs} pairs for every row. */
     public ExperimentRunner(long bufs, int runs, int warmup, Set<String> only) {
@@ -99,8 +99,8 @@ public final class ExperimentRunner {
         return out;
     }
 
-    /** Failures of groups of rows, in the order they happened: the rows of each are reported as failed. */
-    public List<RuntimeException> failures() {
+    /** Failures of rows and of groups of rows, in the order they happened: those rows are reported as failed. */
+    public List<Throwable> failures() {
         return failures;
     }
 
@@ -111,10 +111,13 @@ public final class ExperimentRunner {
     }
 
     /**
-     * Runs {@code group} over {@code rows}, when there are any. When it fails (a run that was not exact, a stall),
-     * every row of it without a result is reported as failed, naming the failure, which is kept in {@link #failures()},
-     * and the other groups still run: the rows that finished, in this group and in the others, are written, and the
-     * command still ends in failure.
+     * Runs {@code group} over {@code rows}, when there are any. A row whose run fails (not exact, a stall) leaves its
+     * schedule and the others go on ({@link AdaptivePairs}; {@link #result}). When the group itself fails (setting up
+     * its device process or back-end, or an Error such as an AssertionError from a run), every row of it without a
+     * result is reported as failed, naming the failure, which is kept in {@link #failures()}, and the other groups
+     * still run: the rows that finished, in this group and in the others, are written, and the command still ends in
+     * failure. A VirtualMachineError (out of memory, stack overflow) is not caught: the JVM that threw it is no longer
+     * to be trusted to measure or to write, and it ends the command with its own trace. An interrupt ends it too.
      */
     void runGroup(String kind, List<Experiment> rows, Map<Experiment, ExperimentResult> results,
                   Consumer<String> progress, Group group) throws InterruptedException {
@@ -123,7 +126,9 @@ public final class ExperimentRunner {
         }
         try {
             group.run(rows, results, progress);
-        } catch (RuntimeException e) {
+        } catch (InterruptedException | VirtualMachineError e) {
+            throw e;
+        } catch (Throwable e) {
             failures.add(e);
             String why = "failed: the " + kind + " rows stopped at " + e;
             for (Experiment x : rows) {
@@ -131,6 +136,15 @@ public final class ExperimentRunner {
             }
             progress.accept(why);
         }
+    }
+
+    /** A row's result from its outcome: measured, or failed (the failure kept in {@link #failures()}). */
+    private ExperimentResult result(Experiment e, AdaptivePairs.Outcome o, Map<String, Object> details) {
+        if (o.failure() == null) {
+            return ExperimentResult.measured(e, o, details);
+        }
+        failures.add(o.failure());
+        return ExperimentResult.failed(e, "failed: " + o.failure());
     }
 
     /**
@@ -156,7 +170,7 @@ public final class ExperimentRunner {
             }
             List<AdaptivePairs.Outcome> done = AdaptivePairs.run(rows, ringStopping, warmup, System::nanoTime);
             for (int i = 0; i < ring.size(); i++) {
-                results.put(ring.get(i), ExperimentResult.measured(ring.get(i), done.get(i), null));
+                results.put(ring.get(i), result(ring.get(i), done.get(i), null));
             }
         } finally {
             if (two != null) {
@@ -191,8 +205,7 @@ public final class ExperimentRunner {
             List<AdaptivePairs.Outcome> done = AdaptivePairs.run(rows, vhostStopping, warmup, System::nanoTime);
             for (int i = 0; i < vhost.size(); i++) {
                 Experiment e = vhost.get(i);
-                results.put(e, ExperimentResult.measured(e, done.get(i),
-                        logs.get(i).details(bench.describe(e.base().mode()), warmup)));
+                results.put(e, result(e, done.get(i), logs.get(i).details(bench.describe(e.base().mode()), warmup)));
             }
         }
     }
@@ -210,7 +223,7 @@ public final class ExperimentRunner {
                         s -> progress.accept(e.id() + ": " + s));
                 AdaptivePairs.Outcome o = AdaptivePairs.run(List.of(row), AdaptivePairs.Stopping.fixed(tapPairs),
                         warmup, System::nanoTime).getFirst();
-                results.put(e, ExperimentResult.measured(e, o, log.details(bench.describe(), warmup)));
+                results.put(e, result(e, o, log.details(bench.describe(), warmup)));
             }
         } finally {
             String sent = bench.stop();
@@ -359,10 +372,13 @@ public final class ExperimentRunner {
                         .append(aToB(r, Metric.ROUND_TRIP_P99_NS)).append('\n');
             }
             if (r.experiment().vhostUser()) {
-                // the mechanism behind both figures: how often avail.idx was stored and the back-end kicked per frame
+                // the mechanism behind both figures: how often avail.idx and avail entries were stored and the back-end
+                // kicked per frame
                 sb.append("  - vhost-user, back-end serve net rxonly ").append(r.experiment().base().mode().name()
                                 .toLowerCase(Locale.ROOT)).append("; ").append(Metric.AVAIL_IDX_WRITES_PER_BUFFER.label())
                         .append(' ').append(aToB(r, Metric.AVAIL_IDX_WRITES_PER_BUFFER)).append(", ")
+                        .append(Metric.AVAIL_ENTRY_WRITES_PER_BUFFER.label()).append(' ')
+                        .append(aToB(r, Metric.AVAIL_ENTRY_WRITES_PER_BUFFER)).append(", ")
                         .append(Metric.KICKS_PER_BUFFER.label()).append(' ').append(aToB(r, Metric.KICKS_PER_BUFFER))
                         .append("; every run exact (back-end received = driver sent)\n");
             }

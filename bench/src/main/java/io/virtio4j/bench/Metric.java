@@ -25,6 +25,9 @@ public enum Metric {
             r -> r.perBuffer(r.device().availIdxReads)),
     AVAIL_IDX_WRITES_PER_BUFFER("avail_idx_writes_per_buffer", "avail.idx writes/buffer", "%.4f",
             r -> r.perBuffer(r.driver().availIdxWrites)),
+    /** Split rings: the driver's avail.ring entry stores, fewer than one a buffer under IN_ORDER (0 for packed). */
+    AVAIL_ENTRY_WRITES_PER_BUFFER("avail_entry_writes_per_buffer", "avail entry writes/buffer", "%.4f",
+            r -> r.perBuffer(r.driver().availEntryWrites)),
     USED_IDX_READS_PER_BUFFER("used_idx_reads_per_buffer", "used.idx reads/buffer", "%.4f",
             r -> r.perBuffer(r.driver().usedIdxReads)),
     USED_IDX_WRITES_PER_BUFFER("used_idx_writes_per_buffer", "used.idx writes/buffer", "%.4f",

@@ -11,6 +11,7 @@ import io.virtio4j.vhost.backend.InProcessBackend;
 
 import java.lang.foreign.Arena;
 import java.lang.management.ManagementFactory;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HexFormat;
@@ -136,10 +137,17 @@ public final class VhostUserTxBench implements AutoCloseable {
             NetDriver g = NetDriver.start(c.frontend(), config);
             sender = new Sender(g, device, cfg, (long) (windowSeconds * 1e9));
             Thread t = new Thread(sender, "vhost-user-tx-driver");
+            // a sender that would not stop must not keep the JVM alive after the run's failure is reported
+            t.setDaemon(true);
             sending = t;
-            // never closed under a thread still sending on it (a closed driver's rings are unmapped memory): a sender
-            // that would not stop leaves it open; a failure to close rides along with the run's own
-            try (Closer unlessSending = () -> {
+            // Whatever ends the run (its end, a stall, a failure, an interrupted join), the sender is told to stop and
+            // given a bounded time to, so the driver is closed rather than left sending. Never closed under a thread
+            // still sending on it (a closed driver's rings are unmapped memory): a sender that would not stop leaves
+            // it open. A failure to close rides along with the run's own.
+            Sender stopping = sender;
+            try (Closer stopThenClose = () -> {
+                stopping.stop = true;
+                awaitStop(t);
                 if (!t.isAlive()) {
                     g.close();
                 }
@@ -202,6 +210,7 @@ public final class VhostUserTxBench implements AutoCloseable {
         log.put("backend_rx", received);
         log.put("kicks_per_frame", (double) tx.kicksSent / frames);
         log.put("publications_per_frame", (double) tx.availIdxWrites / frames);
+        log.put("avail_entry_writes_per_frame", (double) tx.availEntryWrites / frames);
         log.put("backend_kicks_read", w1.stats().kicks() - w0.stats().kicks());
         // what the sending and the back-end's threads allocated in the window: nothing once compiled
         // (NetDriverAllocationTest asserts it); a short run on a busy machine can end before the JIT has finished
@@ -230,6 +239,25 @@ public final class VhostUserTxBench implements AutoCloseable {
     }
 
     /** Closing without a checked exception, for a try-with-resources that closes only when it may. */
+    /**
+     * Waits up to {@link #STOP_MILLIS} for {@code t} to end, through interrupts (the closer must not leave the driver
+     * open because the join that ended the run was interrupted); the interrupt is kept for the caller.
+     */
+    private static void awaitStop(Thread t) {
+        boolean interrupted = false;
+        long deadline = System.nanoTime() + STOP_MILLIS * 1_000_000;
+        for (long left; t.isAlive() && (left = deadline - System.nanoTime()) > 0; ) {
+            try {
+                t.join(Duration.ofNanos(left));
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     private interface Closer extends AutoCloseable {
         @Override
         void close();

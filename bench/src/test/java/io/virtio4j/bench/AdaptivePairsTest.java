@@ -104,6 +104,42 @@ class AdaptivePairsTest {
         assertEquals(2L * (1 + n) + 2L * (1 + 4), clock.get() / SECOND);
     }
 
+    /** Sides that throw {@code failure} at their {@code n}-th run (from 0), else as {@code ok}. */
+    private static Interleaved.Sides failingAt(int n, RuntimeException failure, Interleaved.Sides ok) {
+        int[] runs = {0};
+        return side -> {
+            if (runs[0]++ == n) {
+                throw failure;
+            }
+            return ok.run(side);
+        };
+    }
+
+    @Test
+    void aRowWhoseRunThrowsLeavesTheScheduleAndTheOthersGoOn() throws Exception {
+        AtomicLong clock = new AtomicLong();
+        List<String> order = new ArrayList<>();
+        BenchmarkFailedException inexact = new BenchmarkFailedException("not exact", null);
+        BenchmarkFailedException stalled = new BenchmarkFailedException("stalled", null);
+        List<String> lines = new ArrayList<>();
+        BenchConfig c = BenchConfig.defaults();
+        // in its first block (no warm-up: run 3 is the second pair's), and in its first turn (8 runs of first block)
+        AdaptivePairs.Row early = new AdaptivePairs.Row(failingAt(3, inexact, sides(clock, order, k -> 1.1)), c, c,
+                Metric.NS_PER_BUFFER, lines::add);
+        AdaptivePairs.Row inATurn = row(failingAt(9, stalled, sides(clock, order, k -> k % 2 == 0 ? 0.8 : 1.25)));
+        AdaptivePairs.Row steady = row(sides(clock, order, k -> 0.9));
+        List<AdaptivePairs.Outcome> o = AdaptivePairs.run(List.of(early, inATurn, steady),
+                AdaptivePairs.Stopping.adaptive(4, 0.03, 1000 * SECOND), 0, clock::get);
+        assertEquals(AdaptivePairs.Stop.FAILED, o.get(0).stop());
+        assertEquals(inexact, o.get(0).failure());
+        assertEquals("failed, leaves the schedule: " + inexact, lines.getLast(), "said where its progress goes");
+        assertEquals(AdaptivePairs.Stop.FAILED, o.get(1).stop());
+        assertEquals(stalled, o.get(1).failure());
+        assertEquals(AdaptivePairs.Stop.TARGET, o.get(2).stop(), "the steady row still got its pairs");
+        assertEquals(4, o.get(2).pairs().size());
+        assertEquals(null, o.get(2).failure());
+    }
+
     @Test
     void aFixedScheduleGivesEveryRowExactlyItsPairs() throws Exception {
         AtomicLong clock = new AtomicLong();

@@ -9,6 +9,7 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The report shows each row's half-width, outliers, cache states, CPU and counter figures, from constructed runs. */
@@ -111,7 +112,18 @@ class ExperimentReportTest {
         });
         runner.runGroup("ring", List.of(other), results, progress::add, (rows, out, p) -> out.put(other, result(
                 new double[] {0.96, 0.97}, new double[] {170, 165})));
-        assertEquals(List.of(inexact), runner.failures());
+        // an Error from a group (not one the JVM may not survive) fails that group too, and the next one still runs
+        AssertionError broken = new AssertionError("a broken invariant");
+        Experiment third = all.stream().filter(e -> e.id().equals("cached-avail-idx")).findFirst().orElseThrow();
+        runner.runGroup("tap", List.of(third), results, line -> { }, (rows, out, p) -> {
+            throw broken;
+        });
+        assertThrows(OutOfMemoryError.class, () -> runner.runGroup("tap", List.of(third), results, line -> { },
+                (rows, out, p) -> {
+                    throw new OutOfMemoryError("not caught: the JVM is not to be trusted after it");
+                }));
+        assertTrue(results.get(third).failed());
+        assertEquals(List.of(inexact, broken), runner.failures());
         assertEquals(3, results.get(done).pairs().size(), "the finished row is kept");
         assertTrue(results.containsKey(other) && !results.get(other).failed(), "the next group still ran");
         ExperimentResult failed = results.get(notDone);

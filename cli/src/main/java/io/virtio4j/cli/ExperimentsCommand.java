@@ -140,7 +140,7 @@ public final class ExperimentsCommand implements Callable<Integer> {
         stdout.flush();
         // the rows that finished are written above; a group that failed still fails the command
         java.io.PrintWriter stderr = spec.commandLine().getErr();
-        for (RuntimeException e : runner.failures()) {
+        for (Throwable e : runner.failures()) {
             stderr.println("virtio4j experiments: rows not measured, " + e);
             e.printStackTrace(stderr);
         }

@@ -99,8 +99,7 @@ public final class PairedCommand implements Callable<Integer> {
         double halfWidthPct = r.hasInterval() ? 100 * (r.ciHigh() - r.ciLow()) / 2 / r.geoMean() : Double.NaN;
         PrintWriter out = spec.commandLine().getOut();
         out.println("SUMMARY figure=" + figure + " pairs=" + a.length + grouped
-                + " A_median=" + num(sa.median()) + " A_min=" + num(sa.min()) + " A_max=" + num(sa.max())
-                + " B_median=" + num(sb.median()) + " B_min=" + num(sb.min()) + " B_max=" + num(sb.max())
+                + side("A", sa, groups == null || allPositive(va)) + side("B", sb, groups == null || allPositive(vb))
                 + " ratio_B_over_A=" + ratio(r.geoMean()) + " ci95_low=" + ratio(r.ciLow())
                 + " ci95_high=" + ratio(r.ciHigh()) + " half_width_pct=" + pct(halfWidthPct)
                 + " paired_ratio_median=" + ratio(r.median()) + " paired_ratio_min=" + ratio(sorted[0])
@@ -129,7 +128,8 @@ public final class PairedCommand implements Callable<Integer> {
     }
 
     /**
-     * Per group, the geometric mean of its values (0 when one of them is <= 0: there is none, and the ratio reads n/a).
+     * Per group, the geometric mean of its values (0 when one of them is <= 0: there is none: the ratio and
+     * that side's median, min and max read n/a).
      * Per side, not per ratio: B's mean over A's is the geometric mean of the group's per-pair ratios all the same.
      */
     private static double[] groupMeans(double[] values, int[] group) {
@@ -148,6 +148,20 @@ public final class PairedCommand implements Callable<Integer> {
             means[g] = positive[g] ? Math.exp(logSum[g] / count[g]) : 0;
         }
         return means;
+    }
+
+    /**
+     * A side's median, min and max; "n/a" for all three when {@code defined} is false: with --groups a group holding
+     * a value <= 0 has no geometric mean (its placeholder 0 is no figure), so no statistic over the groups exists.
+     */
+    private static String side(String name, Summary s, boolean defined) {
+        return " " + name + "_median=" + (defined ? num(s.median()) : "n/a")
+                + " " + name + "_min=" + (defined ? num(s.min()) : "n/a")
+                + " " + name + "_max=" + (defined ? num(s.max()) : "n/a");
+    }
+
+    private static boolean allPositive(double[] values) {
+        return java.util.Arrays.stream(values).allMatch(v -> v > 0);
     }
 
     private void check(String option, double[] values) {

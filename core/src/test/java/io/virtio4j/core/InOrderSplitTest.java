@@ -133,6 +133,8 @@ class InOrderSplitTest {
             for (String t : new String[] {"a", "b", "c", "d"}) {
                 p.add(t, 1, 0); // heads 0, 1, 2, 3 in slots 0..3
             }
+            // slot 0 of the zeroed ring holds head 0 already: three stores, not four
+            assertEquals(3, p.driver.counters().availEntryWrites);
             p.driver.kick();
             for (int i = 0; i < 4; i++) {
                 p.popAndPush();
@@ -146,6 +148,7 @@ class InOrderSplitTest {
             assertEquals(0, p.avail.entry(0), "the scribbled entry is stored over, whatever the driver stored last");
             assertEquals(1, p.avail.entry(1));
             assertEquals(3, p.avail.entry(2), "a moved head is stored");
+            assertEquals(3 + 2, p.driver.counters().availEntryWrites, "the scribbled and the moved entry, not f's");
             p.driver.kick();
             for (int head : new int[] {0, 1, 3}) {
                 assertEquals(head, p.device.pop().head());
@@ -153,6 +156,18 @@ class InOrderSplitTest {
             }
             p.device.flushUsed();
             p.reap("e", "f", "g");
+        }
+    }
+
+    /** The control for the test above: without IN_ORDER every add stores its entry, equal or not. */
+    @Test
+    void withoutInOrderEveryAddStoresItsAvailEntry() {
+        try (Pair p = Pair.open(4, DriverOptions.defaults(), DeviceOptions.defaults())) {
+            for (String t : new String[] {"a", "b", "c", "d"}) {
+                p.add(t, 1, 0);
+            }
+            assertEquals(0, p.avail.entry(0), "slot 0 holds what it held before: head 0");
+            assertEquals(4, p.driver.counters().availEntryWrites);
         }
     }
 

@@ -228,6 +228,7 @@ public final class SplitDriverQueue implements DriverQueue {
             throw new IllegalStateException("ring resumes at used index " + usedIdx + " with " + left
                     + " buffers to offer again, but " + written + " heads are in flight and not returned");
         }
+        counters.availEntryWrites += written;
         // The rewritten entries, and any added while no device was there, are published now; the release orders them.
         publishAvail();
         return usedIdx;
@@ -369,6 +370,7 @@ public final class SplitDriverQueue implements DriverQueue {
         // private copy: an entry the device scribbled over is stored again.
         if (!inOrder || avail.entry(slot) != head) {
             avail.entry(slot, head);
+            counters.availEntryWrites++;
         }
         availShadow = (availShadow + 1) & 0xFFFF;
         numAdded++;

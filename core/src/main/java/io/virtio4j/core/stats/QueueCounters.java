@@ -22,6 +22,13 @@ public final class QueueCounters {
     public long availIdxReads;
     /** Shared-memory stores of {@code avail.idx}. */
     public long availIdxWrites;
+    /**
+     * Driver, split rings: shared-memory stores of {@code avail.ring} entries (by adding a buffer and by re-offering
+     * the ones in flight). Beside {@link #availIdxWrites} the driver-side mechanism figure of IN_ORDER, under which
+     * an entry equal to the one the ring holds is not stored again. Packed rings have no avail ring (the driver
+     * writes descriptors in place, every one every time): always 0 there.
+     */
+    public long availEntryWrites;
     /** Shared-memory loads of {@code used.idx}. */
     public long usedIdxReads;
     /** Shared-memory stores of {@code used.idx}. */
@@ -43,7 +50,7 @@ public final class QueueCounters {
 
     public void reset() {
         buffers = completions = kicksSent = kicksSuppressed = notificationsSent = notificationsSuppressed = 0;
-        availIdxReads = availIdxWrites = usedIdxReads = usedIdxWrites = 0;
+        availIdxReads = availIdxWrites = availEntryWrites = usedIdxReads = usedIdxWrites = 0;
         spuriousWakeups = enableCalls = disableCalls = errors = strongFences = 0;
     }
 
@@ -61,6 +68,7 @@ public final class QueueCounters {
         d.notificationsSuppressed = notificationsSuppressed - earlier.notificationsSuppressed;
         d.availIdxReads = availIdxReads - earlier.availIdxReads;
         d.availIdxWrites = availIdxWrites - earlier.availIdxWrites;
+        d.availEntryWrites = availEntryWrites - earlier.availEntryWrites;
         d.usedIdxReads = usedIdxReads - earlier.usedIdxReads;
         d.usedIdxWrites = usedIdxWrites - earlier.usedIdxWrites;
         d.spuriousWakeups = spuriousWakeups - earlier.spuriousWakeups;
@@ -81,7 +89,7 @@ public final class QueueCounters {
         return "buffers=" + buffers + " completions=" + completions
                 + " kicks=" + kicksSent + "/" + kicksSuppressed + "suppressed"
                 + " notifications=" + notificationsSent + "/" + notificationsSuppressed + "suppressed"
-                + " availIdx r/w=" + availIdxReads + "/" + availIdxWrites
+                + " availIdx r/w=" + availIdxReads + "/" + availIdxWrites + " availEntry w=" + availEntryWrites
                 + " usedIdx r/w=" + usedIdxReads + "/" + usedIdxWrites
                 + " spurious=" + spuriousWakeups + " enable/disable=" + enableCalls + "/" + disableCalls
                 + " errors=" + errors + " strongFences=" + strongFences;

@@ -13,8 +13,10 @@ public record BackendOptions(Ordering ordering, boolean cachedAvailOnEnable, int
     /**
      * The GET_MAX_MEM_SLOTS answer by default: libvhost-user's VHOST_USER_MAX_RAM_SLOTS, a count every
      * architecture's KVM memory slots can back. A front-end with hot-plugged memory (QEMU's virtio-mem, DIMMs) adds
-     * regions one by one with ADD_MEM_REG up to it; lookups stay linear over the regions, which the common case (a
-     * handful) keeps cheap.
+     * regions one by one with ADD_MEM_REG up to it. The data path's guest-address lookup
+     * ({@code GuestMemory.find}) is a binary search over the regions sorted by start, so many regions stay cheap;
+     * only the control path's front-end-address lookups ({@code MemoryTable.userSlice}, {@code userToGuest}, once per
+     * ring address set) scan them linearly.
      */
     public static final int DEFAULT_MAX_MEM_SLOTS = 509;
 
