@@ -43,19 +43,31 @@ import java.util.Map;
  *                         (request-response: one buffer in flight, needs {@code batch} 1, a request and a writable
  *                         answer ({@code chain} &gt;= 2) and {@code bufSize} &gt;= 8; every answer is checked, so
  *                         {@code verify} adds nothing)
- * @param flightRecording  each run under a JFR recording of the JDK's default settings, started before the run and
- *                         closed after it (in process only: {@link RingBenchmark#run}); the ring path emits no event, so
- *                         what it costs is the recorder's own work (its sampler, periodic events, buffers) beside the
- *                         ring: {@code --compare flight-recording=off,on} in one JVM, free of per-launch luck
+ * @param flightRecording  each run under a JFR recording of {@code flightRecordingSettings}, started before the run
+ *                         and closed after it (in process only: {@link RingBenchmark#run}); the ring path emits no
+ *                         event, so what it costs is the recorder's own work (its sampler, periodic events, buffers)
+ *                         beside the ring: {@code --compare flight-recording=off,on} in one JVM, free of per-launch luck
+ * @param flightRecordingSettings the recording's settings: a JDK configuration by name ({@code default}, as
+ *                         {@code -XX:StartFlightRecording} with no settings, or {@code profile}) or a {@code .jfc} file,
+ *                         e.g. {@code share/virtio4j/jfr/virtio4j.jfc} (virtio4j's events only, what a back-end
+ *                         recording them runs with)
  */
 public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, int bufSize, int chain,
                           boolean indirect, boolean eventIdx, boolean inOrder, boolean delayedInterrupt,
                           Ordering barriers, AvailPublication availPublish, boolean cachedAvail, NotificationMode mode,
                           boolean toggleNotify, long hybridSpinNanos, boolean verify, int driverCpu, int deviceCpu,
                           boolean inflight, boolean dirtyLog, TrafficPattern pattern,
-                          boolean flightRecording) {
+                          boolean flightRecording, String flightRecordingSettings) {
+
+    /** The JDK's own JFR configurations, by name; any other value of {@code flightRecordingSettings} is a file. */
+    public static final java.util.Set<String> JDK_RECORDING_SETTINGS = java.util.Set.of("default", "profile");
 
     public BenchConfig {
+        if (flightRecordingSettings == null || !(JDK_RECORDING_SETTINGS.contains(flightRecordingSettings)
+                || java.nio.file.Files.isReadable(java.nio.file.Path.of(flightRecordingSettings)))) {
+            throw new InvalidBenchOptionException("%s must be default, profile or a readable .jfc file, got "
+                    + flightRecordingSettings, "flightRecordingSettings");
+        }
         if (bufs < 1) {
             throw new InvalidBenchOptionException("%s must be >= 1, got " + bufs, "bufs");
         }
@@ -112,7 +124,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
     public static BenchConfig defaults() {
         return new BenchConfig(2_000_000, 256, RingFormat.SPLIT, 64, 64, 1, false, true, false, false,
                 Ordering.WEAK, AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1, false,
-                false, TrafficPattern.STREAM, false);
+                false, TrafficPattern.STREAM, false, "default");
     }
 
     /**
@@ -173,6 +185,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
         m.put("dirty-log", dirtyLog ? "on" : "off");
         m.put("pattern", pattern.name().toLowerCase(Locale.ROOT));
         m.put("flight-recording", flightRecording ? "on" : "off");
+        m.put("flight-recording-settings", flightRecordingSettings);
         return m;
     }
 
@@ -200,7 +213,8 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 bool(m, "inflight"),
                 bool(m, "dirty-log"),
                 enumOf(TrafficPattern.class, m, "pattern"),
-                bool(m, "flight-recording"));
+                bool(m, "flight-recording"),
+                m.get("flight-recording-settings"));
     }
 
     private static boolean bool(Map<String, String> m, String k) {
@@ -237,6 +251,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 + (delayedInterrupt ? ", delayed-interrupt" : "")
                 + (toggleNotify ? ", toggle-notify" : "")
                 + (verify ? ", verify" : "")
-                + (flightRecording ? ", flight-recording" : "");
+                + (flightRecording ? ", flight-recording" + ("default".equals(flightRecordingSettings) ? ""
+                        : " (" + flightRecordingSettings + ")") : "");
     }
 }

@@ -36,7 +36,7 @@ public final class RingBenchmark {
      * while) and ending it are no part of the figure, only its running is.
      */
     public static RunResult run(BenchConfig cfg) throws InterruptedException {
-        try (Recording recording = cfg.flightRecording() ? startRecording() : null) {
+        try (Recording recording = cfg.flightRecording() ? startRecording(cfg.flightRecordingSettings()) : null) {
             double before = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
             RunResult r = execute(cfg);
             double after = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
@@ -45,19 +45,21 @@ public final class RingBenchmark {
     }
 
     /**
-     * A recording as {@code -XX:StartFlightRecording} with no settings starts one: the JDK's "default" configuration,
-     * written to the disk repository as it runs.
+     * A recording of {@code settings}: a JDK configuration by name ("default" is what {@code -XX:StartFlightRecording}
+     * with no settings uses) or a .jfc file, written to the disk repository as it runs.
      */
-    private static Recording startRecording() {
-        Configuration settings;
+    private static Recording startRecording(String settings) {
+        Configuration c;
         try {
-            settings = Configuration.getConfiguration("default");
+            c = BenchConfig.JDK_RECORDING_SETTINGS.contains(settings) ? Configuration.getConfiguration(settings)
+                    : Configuration.create(java.nio.file.Path.of(settings));
         } catch (IOException e) {
-            throw new UncheckedIOException("the JDK's default JFR configuration cannot be read", e);
+            throw new UncheckedIOException("the JFR configuration " + settings + " cannot be read", e);
         } catch (ParseException e) {
-            throw new IllegalStateException("the JDK's default JFR configuration cannot be parsed", e);
+            throw new IllegalArgumentException("the JFR configuration " + settings + " cannot be parsed: "
+                    + e.getMessage(), e);
         }
-        Recording r = new Recording(settings);
+        Recording r = new Recording(c);
         r.setName("virtio4j bench --flight-recording");
         r.setToDisk(true);
         r.start();

@@ -21,6 +21,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -46,20 +47,26 @@ class BenchmarkRunsTest {
      * ends; without it none is started.
      */
     @ParameterizedTest
-    @CsvSource({"on, true", "off, false"})
-    void aRecordedRunRunsUnderARecordingClosedAfterIt(String option, boolean recorded) throws Exception {
+    @CsvSource({"on, true, default", "off, false, default", "on, true, ../share/virtio4j/jfr/virtio4j.jfc"})
+    void aRecordedRunRunsUnderARecordingClosedAfterIt(String option, boolean recorded, String settings)
+            throws Exception {
         List<RecordingState> states = new CopyOnWriteArrayList<>();
+        List<Map<String, String>> settingsSeen = new CopyOnWriteArrayList<>();
         FlightRecorderListener listener = new FlightRecorderListener() {
             @Override
             public void recordingStateChanged(Recording r) {
                 if (r.getName().equals("virtio4j bench --flight-recording")) {
                     states.add(r.getState());
+                    if (r.getState() == RecordingState.RUNNING) {
+                        settingsSeen.add(r.getSettings());
+                    }
                 }
             }
         };
         FlightRecorder.addListener(listener);
         try {
-            BenchConfig cfg = small("split", "poll").with("flight-recording", option);
+            BenchConfig cfg = small("split", "poll").with("flight-recording", option)
+                    .with("flight-recording-settings", settings);
             RunResult r = RingBenchmark.run(cfg);
             assertEquals(cfg.bufs(), r.device().completions);
         } finally {
@@ -68,6 +75,16 @@ class BenchmarkRunsTest {
         assertEquals(recorded ? List.of(RecordingState.RUNNING, RecordingState.CLOSED) : List.of(),
                 states.stream().filter(s -> s == RecordingState.RUNNING || s == RecordingState.CLOSED).toList());
         assertTrue(FlightRecorder.isInitialized() || !recorded);
+        if (recorded) {
+            // the JDK's default samples execution every 20 ms; virtio4j.jfc names virtio4j's events only, so the
+            // sampler is not enabled by it
+            String sampler = settingsSeen.getFirst().get("jdk.ExecutionSample#enabled");
+            assertEquals(settings.equals("default"), "true".equals(sampler),
+                    "jdk.ExecutionSample#enabled under " + settings + ": " + sampler);
+            assertEquals(!settings.equals("default"),
+                    "true".equals(settingsSeen.getFirst().get("io.virtio4j.QueueBroken#enabled")),
+                    "virtio4j's events enabled under " + settings);
+        }
     }
 
     @ParameterizedTest(name = "{0} {1} ring {2} indirect={3} publish={4} barriers={5} in-order={6}")

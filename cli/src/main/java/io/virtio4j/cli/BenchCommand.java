@@ -75,10 +75,15 @@ public final class BenchCommand implements Callable<Integer> {
             converter = Converters.OnOffConverter.class)
     boolean dirtyLog = D.dirtyLog();
     @Option(names = "--flight-recording", arity = "1", paramLabel = "on|off", description = "each run under a JFR "
-            + "recording (the JDK's default settings), started before it and closed after it; --compare "
+            + "recording (of --flight-recording-settings), started before it and closed after it; --compare "
             + "flight-recording=off,on measures what a recording running costs, in one JVM (--processes 1 only) "
             + "(default off)", converter = Converters.OnOffConverter.class)
     boolean flightRecording = D.flightRecording();
+    @Option(names = "--flight-recording-settings", paramLabel = "default|profile|FILE.jfc", description = "the "
+            + "recording's settings with --flight-recording on: one of the JDK's (default, as -XX:StartFlightRecording "
+            + "uses; profile) or a .jfc file, e.g. share/virtio4j/jfr/virtio4j.jfc, virtio4j's events only "
+            + "(default ${DEFAULT-VALUE})")
+    String flightRecordingSettings = D.flightRecordingSettings();
     @Option(names = "--delayed-interrupt", description = "driver asks for a notification after ~3/4 of outstanding buffers")
     boolean delayedInterrupt = D.delayedInterrupt();
     @Option(names = "--barriers", description = "weak | strong (default ${DEFAULT-VALUE})", converter = Converters.OrderingConverter.class)
@@ -126,7 +131,8 @@ public final class BenchCommand implements Callable<Integer> {
             return new BenchConfig(bufs, ringSize, ring, batch != null ? batch : shape.batch(), bufSize,
                     chain != null ? chain : shape.chain(), indirect, eventIdx, inOrder,
                     delayedInterrupt, barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify,
-                    driverCpu, deviceCpu, inflight, dirtyLog, pattern, flightRecording);
+                    driverCpu, deviceCpu, inflight, dirtyLog, pattern, flightRecording,
+                    flightRecordingSettings);
         } catch (InvalidBenchOptionException e) {
             throw OptionFlags.rejected(spec, e);
         }

@@ -314,6 +314,22 @@ class OptionErrorsAndHelpTest {
     }
 
     @Test
+    void flightRecordingSettingsAreAJdkConfigurationOrAReadableFile() {
+        assertEquals("default", bench().config().flightRecordingSettings(), "the JDK's default by default");
+        assertEquals("profile", bench("--flight-recording-settings", "profile").config().flightRecordingSettings());
+        String ours = "../share/virtio4j/jfr/virtio4j.jfc";
+        BenchCommand cmp = bench("--compare", "flight-recording=off,on", "--flight-recording-settings", ours);
+        BenchCommand.Comparison c = cmp.comparison(cmp.config());
+        assertEquals(ours, c.b().flightRecordingSettings(), "both sides keep the settings; only the recording differs");
+        assertEquals(ours, c.b().toMap().get("flight-recording-settings"), "the JSON report's config records it");
+        assertTrue(c.b().describe().endsWith(", flight-recording (" + ours + ")"), c.b().describe());
+        CommandLine.ParameterException e = assertThrows(CommandLine.ParameterException.class,
+                () -> bench("--flight-recording-settings", "/nonexistent/x.jfc").config());
+        assertTrue(e.getMessage().contains("--flight-recording-settings")
+                && e.getMessage().contains("/nonexistent/x.jfc"), e.getMessage());
+    }
+
+    @Test
     void aFlightRecordingAcrossTwoProcessesIsRefusedByItsFlagsBeforeAnythingRuns() {
         // the recording would watch the driver's JVM only: refused by the flags, and before the device's JVM starts
         // and side A runs (bench prints its header to standard output before the first run: nothing may come)
