@@ -1,5 +1,6 @@
 package io.virtio4j.bench;
 
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.devices.net.TapPolling;
 
 import java.util.List;
@@ -208,9 +209,9 @@ public record Experiment(String id, String lesson, String claim, BenchConfig bas
     /**
      * The event count that shows the lesson's mechanism beside its effect, or null: avail.idx loads for the cached
      * avail index, avail.idx stores for lazy publication, STRONG-only fences for the barriers, the device's avail.idx
-     * loads for IN_ORDER. They come from the queues' own {@code QueueCounters}, which the rings keep in every build
-     * (plain fields of the owning thread), so the measured runs are the ordinary code: nothing is instrumented for
-     * the experiment.
+     * loads for IN_ORDER (a vhost-user row of it on a split ring: the driver's avail entry stores). They come from the
+     * queues' own {@code QueueCounters}, which the rings keep in every build (plain fields of the owning thread), so
+     * the measured runs are the ordinary code: nothing is instrumented for the experiment.
      */
     public Metric counter() {
         if (tap != null) {
@@ -222,7 +223,11 @@ public record Experiment(String id, String lesson, String claim, BenchConfig bas
             case BARRIERS -> Metric.STRONG_FENCES_PER_BUFFER;
             // the device's polls of the driver's index: how often the device, faster under IN_ORDER, finds the ring
             // empty and reads lines the driver is still writing (the chase that costs the eager split row its gain)
-            case IN_ORDER -> Metric.AVAIL_IDX_READS_PER_BUFFER;
+            // (over vhost-user the back-end's queue counters stay with its thread, so a vhost-user row shows the
+            // driver's side instead: on a split ring its avail entry stores, one a frame without IN_ORDER, under it only
+            // where the entry changes; a packed ring has no avail entries, and no counter to show)
+            case IN_ORDER -> !vhostUser ? Metric.AVAIL_IDX_READS_PER_BUFFER
+                    : base.ring() == RingFormat.SPLIT ? Metric.AVAIL_ENTRY_WRITES_PER_BUFFER : null;
             default -> null;
         };
     }

@@ -135,6 +135,10 @@ class ExperimentRowsTest {
                     VhostUserTxBench.FOLLOWED.contains(option) || option.equals("bufs")
                             || value.equals(e.base().toMap().get(option)), e.id() + ": " + option));
         }
+        // the back-end's queue counters are its thread's: the driver's avail entry stores show IN_ORDER on a split ring
+        assertEquals(Metric.AVAIL_ENTRY_WRITES_PER_BUFFER, vhost.get(0).counter());
+        assertEquals(null, vhost.get(1).counter(), "a packed ring has no avail entries");
+        assertEquals(Metric.AVAIL_ENTRY_WRITES_PER_BUFFER, vhost.get(2).counter());
         assertEquals(RingFormat.SPLIT, vhost.get(0).base().ring());
         assertEquals(AvailPublication.EAGER, vhost.get(0).base().availPublish());
         assertEquals(RingFormat.PACKED, vhost.get(1).base().ring());
