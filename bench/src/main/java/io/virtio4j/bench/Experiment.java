@@ -175,7 +175,7 @@ public record Experiment(String id, String lesson, String claim, BenchConfig bas
                         poll.with("ring", "packed"), "in-order", "off", "on", Metric.BUFFERS_PER_S, true, 1.19, null),
                 vhostUser("in-order-vhost-user", IN_ORDER,
                         "the same series: IN_ORDER +19% pps on vhost-net transmit, a guest's virtio-net driver "
-                                + "transmitting into the kernel's vhost-net (its worker copying each frame to a tap); "
+                                + "transmitting into the kernel's vhost-net (its worker sending each frame to a tap); "
                                 + "here the front-end library's driver (NetDriver, a JVM thread, not a guest) transmits "
                                 + "64-byte frames over vhost-user into serve net rxonly, which busy-polls and counts "
                                 + "and drops each frame (no tap): split ring, eager publication",

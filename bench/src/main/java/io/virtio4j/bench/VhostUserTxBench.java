@@ -248,17 +248,19 @@ public final class VhostUserTxBench implements AutoCloseable {
      * @throws BenchmarkFailedException naming the first feature that is not as {@code cfg} asks, and its option
      */
     static void requireFeatures(BenchConfig cfg, long features, boolean negotiated) {
-        requireFeature(cfg.inOrder(), "in-order " + (cfg.inOrder() ? "on" : "off"), VirtioFeatures.IN_ORDER,
-                "VIRTIO_F_IN_ORDER", features, negotiated);
-        requireFeature(cfg.ring() == RingFormat.PACKED, "ring " + cfg.ring().name().toLowerCase(Locale.ROOT),
-                VirtioFeatures.RING_PACKED, "VIRTIO_F_RING_PACKED", features, negotiated);
-        requireFeature(cfg.eventIdx(), "event-idx " + cfg.eventIdx(), VirtioFeatures.EVENT_IDX,
-                "VIRTIO_RING_F_EVENT_IDX", features, negotiated);
+        Map<String, String> options = cfg.toMap();
+        requireFeature(cfg.inOrder(), options, "in-order", VirtioFeatures.IN_ORDER, "VIRTIO_F_IN_ORDER", features,
+                negotiated);
+        requireFeature(cfg.ring() == RingFormat.PACKED, options, "ring", VirtioFeatures.RING_PACKED,
+                "VIRTIO_F_RING_PACKED", features, negotiated);
+        requireFeature(cfg.eventIdx(), options, "event-idx", VirtioFeatures.EVENT_IDX, "VIRTIO_RING_F_EVENT_IDX",
+                features, negotiated);
     }
 
-    private static void requireFeature(boolean asked, String option, int bit, String name, long features,
-                                       boolean negotiated) {
+    private static void requireFeature(boolean asked, Map<String, String> options, String key, int bit, String name,
+                                       long features, boolean negotiated) {
         boolean there = VirtioFeatures.has(features, bit);
+        String option = key + " " + options.get(key);
         if (asked && !there) {
             throw new BenchmarkFailedException(String.format(Locale.ROOT, "vhost-user run with %s: the back-end %s %s "
                             + "(bit %d; features 0x%x), so the run %s without it", option,
