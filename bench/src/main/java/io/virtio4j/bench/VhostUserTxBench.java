@@ -1,5 +1,7 @@
 package io.virtio4j.bench;
 
+import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.NotificationMode;
 import io.virtio4j.core.stats.QueueCounters;
 import io.virtio4j.devices.net.NetDevice;
@@ -23,9 +25,9 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * The measurement behind the vhost-user rows of {@code lazy-avail-publish}: the lesson in its original set-up, a
- * guest's driver transmitting 64-byte frames into a vhost-user back-end that busy-polls (or sleeps on kicks), with
- * the driver's {@code avail.idx} publication policy as what differs.
+ * The measurement behind the vhost-user rows of {@code lazy-avail-publish} and {@code in-order}: a driver transmitting
+ * 64-byte frames into a vhost-user back-end that busy-polls (or sleeps on kicks), the set-up of the lessons' original
+ * claims, with the row's option (the driver's {@code avail.idx} publication policy, VIRTIO_F_IN_ORDER) as what differs.
  *
  * <p>Back-end: {@code serve net --mode rxonly} (its {@link NetDevice} with {@code serve net}'s defaults, and the
  * vhost-user session with {@code BackendOptions.defaults()}, what {@code serve net} builds with its default
@@ -45,6 +47,12 @@ import java.util.concurrent.atomic.AtomicReference;
  * something. Then it drains: waits until the back-end has used every frame, disconnects, and the back-end's count of
  * frames received in the run must equal the frames sent, with no drop, or the run fails
  * ({@link BenchmarkFailedException}): no frame is ever silently lost.
+ *
+ * <p>The feature bits a run asks for through its options ({@code in-order}, {@code ring}, {@code event-idx}) are
+ * checked twice: the back-end must offer each one asked for before the driver connects, and after the run the features
+ * the back-end was set (SET_FEATURES, its rings built from them) must hold each one asked for and none asked against.
+ * Else the run fails naming the feature ({@link BenchmarkFailedException}): a row whose runs silently went without the
+ * feature it compares would compare nothing.
  */
 public final class VhostUserTxBench implements AutoCloseable {
     private static final long SETTLE_NANOS = 200_000_000L;
@@ -99,9 +107,10 @@ public final class VhostUserTxBench implements AutoCloseable {
         m.put("backend", "serve net --mode rxonly --notify " + mode.name().toLowerCase(Locale.ROOT)
                 + " (NetDevice and vhost-user session as serve net builds them, weight " + NetDevice.Options.DEFAULT_WEIGHT
                 + ", served in this JVM over a socket pair), queue pair thread pinned to the device CPU");
-        m.put("driver", "NetDriver (the front-end library's), connected afresh every run with the row's publication "
-                + "policy, on a thread pinned to the driver CPU: drive net --mode txonly's loop (TxStream: reclaim, add up "
-                + "to batch frames, kickTx)");
+        m.put("driver", "NetDriver (the front-end library's), connected afresh every run with the run's publication "
+                + "policy, ring format and IN_ORDER (checked against the features the back-end negotiated), on a "
+                + "thread pinned to the driver CPU: drive net --mode txonly's loop (TxStream: reclaim, add up to batch "
+                + "frames, kickTx)");
         m.put("settle_s", SETTLE_NANOS / 1e9);
         m.put("window_s", windowSeconds);
         m.put("window_min_frames", MIN_WINDOW_FRAMES);
@@ -125,6 +134,7 @@ public final class VhostUserTxBench implements AutoCloseable {
             }
         });
         NetDevice device = device(cfg.mode(), cfg.deviceCpu());
+        requireFeatures(cfg, device.features(), false);
         double before = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
         NetStats s0 = device.stats(0);
         NetDriver.Config config = NetDriver.Config.defaults().withFormat(cfg.ring()).withInOrder(cfg.inOrder())
@@ -186,6 +196,9 @@ public final class VhostUserTxBench implements AutoCloseable {
                     received, drops, sender.drained ? "" : "; frames were still in flight after the "
                             + DRAIN_NANOS / 1_000_000_000 + " s drain"), null);
         }
+        // the connection has ended: the back-end's last SET_FEATURES is this run's, which its rings were built from
+        long negotiated = device.negotiatedFeatures();
+        requireFeatures(cfg, negotiated, true);
         double after = PingPongProbe.roundTripNanos(cfg.driverCpu(), cfg.deviceCpu(), PROBE_ROUNDS);
         NetRun.Window w0 = sender.start.device;
         NetRun.Window w1 = sender.end.device;
@@ -203,6 +216,9 @@ public final class VhostUserTxBench implements AutoCloseable {
         Map<String, Object> log = new LinkedHashMap<>();
         log.put("backend", cfg.mode().name().toLowerCase(Locale.ROOT));
         log.put("publish", cfg.availPublish().name().toLowerCase(Locale.ROOT));
+        // as the back-end negotiated them, not as asked (checked equal above)
+        log.put("ring", VirtioFeatures.has(negotiated, VirtioFeatures.RING_PACKED) ? "packed" : "split");
+        log.put("in_order", VirtioFeatures.has(negotiated, VirtioFeatures.IN_ORDER) ? "on" : "off");
         log.put("window_frames", frames);
         log.put("window_s", nanos / 1e9);
         log.put("pps", frames * 1e9 / nanos);
@@ -224,6 +240,39 @@ public final class VhostUserTxBench implements AutoCloseable {
                 Pinning.describe(cfg, sender.pinError, w1.pinErrorSince(w0)), before, after, 0);
     }
 
+    /**
+     * Checks the virtio feature bits behind {@code cfg}'s options against {@code features}: those the back-end offers
+     * ({@code negotiated} false: each one {@code cfg} asks for must be there) or those it was set ({@code negotiated}
+     * true: each one asked for must be there, and none asked against).
+     *
+     * @throws BenchmarkFailedException naming the first feature that is not as {@code cfg} asks, and its option
+     */
+    static void requireFeatures(BenchConfig cfg, long features, boolean negotiated) {
+        Map<String, String> options = cfg.toMap();
+        requireFeature(cfg.inOrder(), options, "in-order", VirtioFeatures.IN_ORDER, "VIRTIO_F_IN_ORDER", features,
+                negotiated);
+        requireFeature(cfg.ring() == RingFormat.PACKED, options, "ring", VirtioFeatures.RING_PACKED,
+                "VIRTIO_F_RING_PACKED", features, negotiated);
+        requireFeature(cfg.eventIdx(), options, "event-idx", VirtioFeatures.EVENT_IDX, "VIRTIO_RING_F_EVENT_IDX",
+                features, negotiated);
+    }
+
+    private static void requireFeature(boolean asked, Map<String, String> options, String key, int bit, String name,
+                                       long features, boolean negotiated) {
+        boolean there = VirtioFeatures.has(features, bit);
+        String option = key + " " + options.get(key);
+        if (asked && !there) {
+            throw new BenchmarkFailedException(String.format(Locale.ROOT, "vhost-user run with %s: the back-end %s %s "
+                            + "(bit %d; features 0x%x), so the run %s without it", option,
+                    negotiated ? "did not negotiate" : "does not offer", name, bit, features,
+                    negotiated ? "went" : "would go"), null);
+        }
+        if (negotiated && !asked && there) {
+            throw new BenchmarkFailedException(String.format(Locale.ROOT, "vhost-user run with %s: the back-end "
+                    + "negotiated %s (bit %d; features 0x%x), so the run went with it", option, name, bit, features), null);
+        }
+    }
+
     /** The back-end for {@code mode}, built on first use. */
     private NetDevice device(NotificationMode mode, int cpu) {
         Integer pinned = deviceCpus.get(mode);
@@ -238,7 +287,6 @@ public final class VhostUserTxBench implements AutoCloseable {
         });
     }
 
-    /** Closing without a checked exception, for a try-with-resources that closes only when it may. */
     /**
      * Waits up to {@link #STOP_MILLIS} for {@code t} to end, through interrupts (the closer must not leave the driver
      * open because the join that ended the run was interrupted); the interrupt is kept for the caller.
@@ -258,6 +306,7 @@ public final class VhostUserTxBench implements AutoCloseable {
         }
     }
 
+    /** Closing without a checked exception, for a try-with-resources that closes only when it may. */
     private interface Closer extends AutoCloseable {
         @Override
         void close();

@@ -13,6 +13,7 @@ import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The A/B rows are well formed: each ring benchmark row's two sides differ in its key and in nothing else. */
@@ -88,7 +89,8 @@ class ExperimentRowsTest {
         assertEquals(RingFormat.PACKED, f.configB().ring());
         assertTrue(f.expectsIncrease());
 
-        List<Experiment> order = new ExperimentRunner(1000, 2, 0, Set.of(Experiment.IN_ORDER)).selected();
+        List<Experiment> order = new ExperimentRunner(1000, 2, 0, Set.of(Experiment.IN_ORDER)).selected().stream()
+                .filter(e -> !e.vhostUser()).toList();
         assertEquals(List.of("in-order", "in-order-lazy", "in-order-packed"), order.stream().map(Experiment::id).toList());
         for (Experiment o : order) {
             assertFalse(o.configA().inOrder(), o.id());
@@ -104,5 +106,54 @@ class ExperimentRowsTest {
         assertEquals(RingFormat.SPLIT, order.get(1).base().ring());
         assertEquals(RingFormat.PACKED, order.get(2).base().ring());
         assertEquals(1.19, order.get(2).claimedRatio(), "vhost-net transmit's +19%");
+    }
+
+    /**
+     * IN_ORDER's "+19% on vhost-net transmit" in a vhost-user set-up: NetDriver into serve net rxonly polling, IN_ORDER
+     * off against on, split with eager publication, packed, and split with lazy publication; nothing else differs.
+     */
+    @Test
+    void inOrderHasVhostUserRowsForSplitPackedAndLazyPublication() {
+        List<Experiment> vhost = new ExperimentRunner(1000, 2, 0, Set.of(Experiment.IN_ORDER)).selected().stream()
+                .filter(Experiment::vhostUser).toList();
+        assertEquals(List.of("in-order-vhost-user", "in-order-vhost-user-packed", "in-order-vhost-user-lazy"),
+                vhost.stream().map(Experiment::id).toList());
+        for (Experiment e : vhost) {
+            assertEquals("in-order", e.key(), e.id());
+            assertFalse(e.configA().inOrder(), e.id());
+            assertTrue(e.configB().inOrder(), e.id());
+            assertEquals(NotificationMode.POLL, e.base().mode(), e.id());
+            assertEquals(Metric.BUFFERS_PER_S, e.metric(), e.id());
+            assertTrue(e.expectsIncrease(), e.id());
+            assertEquals(1.19, e.claimedRatio(), "vhost-net transmit's +19%: " + e.id());
+            assertEquals(64, e.base().bufSize(), "64-byte frames: " + e.id());
+            assertEquals(64, e.base().batch(), e.id());
+            assertTrue(e.claim().contains("vhost-net") && e.claim().contains("serve net rxonly"),
+                    "the text says how the set-up differs from the claim's: " + e.claim());
+            // every option the row sets is one its runs follow, or the run would refuse it
+            BenchConfig.defaults().toMap().forEach((option, value) -> assertTrue(
+                    VhostUserTxBench.FOLLOWED.contains(option) || option.equals("bufs")
+                            || value.equals(e.base().toMap().get(option)), e.id() + ": " + option));
+        }
+        // the back-end's queue counters are its thread's: the driver's avail entry stores show IN_ORDER on a split ring
+        assertEquals(Metric.AVAIL_ENTRY_WRITES_PER_BUFFER, vhost.get(0).counter());
+        assertEquals(null, vhost.get(1).counter(), "a packed ring has no avail entries");
+        assertEquals(Metric.AVAIL_ENTRY_WRITES_PER_BUFFER, vhost.get(2).counter());
+        assertEquals(RingFormat.SPLIT, vhost.get(0).base().ring());
+        assertEquals(AvailPublication.EAGER, vhost.get(0).base().availPublish());
+        assertEquals(RingFormat.PACKED, vhost.get(1).base().ring());
+        assertEquals(AvailPublication.EAGER, vhost.get(1).base().availPublish());
+        assertEquals(RingFormat.SPLIT, vhost.get(2).base().ring());
+        assertEquals(AvailPublication.LAZY, vhost.get(2).base().availPublish());
+    }
+
+    @Test
+    void aVhostUserRowVariesOnlyAnOptionItsRunsFollow() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new Experiment("x",
+                Experiment.BARRIERS, "claim", BenchConfig.defaults(), "barriers", "weak", "strong",
+                Metric.BUFFERS_PER_S, false, 0.86, null, null, 1, true));
+        assertTrue(e.getMessage().startsWith("experiment x: a vhost-user experiment varies an option its runs follow "),
+                e.getMessage());
+        assertTrue(e.getMessage().endsWith(", got barriers"), e.getMessage());
     }
 }

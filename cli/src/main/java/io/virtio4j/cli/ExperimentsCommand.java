@@ -31,10 +31,10 @@ import java.util.concurrent.Callable;
                         + "spent; --quick and --runs give every row a fixed number of pairs. Verdicts: reproduced, "
                         + "opposite, refuted (the interval holds 1 but excludes the claimed ratio), inconclusive (it holds "
                         + "both).",
-                "The vhost-user rows of lazy-avail-publish (lazy-avail-publish-vhost-user*) run the front-end library's "
-                        + "driver against serve net rxonly in this process, on a schedule and budget of their own "
-                        + "(--vhost-seconds, --vhost-budget); the same set-up against DPDK's net_vhost is "
-                        + "peers/bench-publish.sh."},
+                "The vhost-user rows of lazy-avail-publish (lazy-avail-publish-vhost-user*) and of in-order "
+                        + "(in-order-vhost-user*) run the front-end library's driver against serve net rxonly in this "
+                        + "process, on a schedule and budget of their own (--vhost-seconds, --vhost-budget); lazy "
+                        + "publication's set-up against DPDK's net_vhost is peers/bench-publish.sh."},
         footer = {"", "Example: virtio4j experiments --quick --only barrier-strength,ring-format"})
 public final class ExperimentsCommand implements Callable<Integer> {
 

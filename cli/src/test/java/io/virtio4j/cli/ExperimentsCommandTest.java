@@ -37,7 +37,8 @@ class ExperimentsCommandTest {
                 "lazy-avail-publish-vhost-user-adaptive", "lazy-avail-publish-vhost-user-notify", "barrier-strength",
                 "barrier-strength-batch1",
                 "barrier-strength-rr-poll-1p", "barrier-strength-rr-notify-1p", "barrier-strength-rr-poll-2p",
-                "barrier-strength-rr-notify-2p", "packed-vs-split", "in-order", "in-order-lazy", "in-order-packed"),
+                "barrier-strength-rr-notify-2p", "packed-vs-split", "in-order", "in-order-lazy", "in-order-packed",
+                "in-order-vhost-user", "in-order-vhost-user-packed", "in-order-vhost-user-lazy"),
                 rows.stream().map(l -> l.split(" \\| ")[0].substring(2)).toList());
         for (String row : rows) {
             String[] c = row.substring(2, row.length() - 2).split(" \\| ");
@@ -61,6 +62,24 @@ class ExperimentsCommandTest {
             assertTrue(json.contains(key), key);
         }
         assertTrue(Files.size(out.resolve("cached-avail-idx-toggle.png")) > 0);
+        // the vhost-user rows of IN_ORDER: every run went as its side asked, as the back-end negotiated it, and exact
+        for (JsonElement element : JsonParser.parseString(json).getAsJsonObject().getAsJsonArray("experiments")) {
+            JsonObject row = element.getAsJsonObject();
+            String id = row.get("id").getAsString();
+            if (!id.startsWith("in-order-vhost-user")) {
+                continue;
+            }
+            assertEquals("vhost-user", row.get("backend").getAsString(), id);
+            for (String side : List.of("a", "b")) {
+                for (JsonElement e : row.getAsJsonObject("measured_runs").getAsJsonArray(side)) {
+                    JsonObject run = e.getAsJsonObject();
+                    assertEquals(side.equals("a") ? "off" : "on", run.get("in_order").getAsString(), id + ": " + run);
+                    assertEquals(id.endsWith("packed") ? "packed" : "split", run.get("ring").getAsString(), id + ": " + run);
+                    assertEquals(id.endsWith("lazy") ? "lazy" : "eager", run.get("publish").getAsString(), id + ": " + run);
+                    assertEquals(run.get("tx").getAsLong(), run.get("backend_rx").getAsLong(), id + ": " + run);
+                }
+            }
+        }
     }
 
     /**
