@@ -420,6 +420,7 @@ stop_pair() { stop_kept A; [ "$same" = 1 ] || stop_kept B; }
 run_kept() {   # run_kept X ORDER (REP and SIZE say which)
   local x=$1 order=$2 k=$1 other=A b p0 p1 bt0 bc0 bc1 oc0 oc1 ost=na m0 tx brx=na exact=n/a pps ocpu=na extra=''
   [ "$x" = A ] && other=B
+  SCRAPES=0
   # --same-backend: k, the kept back-end, is A's for both; B's run is the one between --b-on and --b-off
   if [ "$same" = 1 ]; then
     k=A
