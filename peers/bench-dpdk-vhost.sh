@@ -42,9 +42,24 @@
 # killed with SIGKILL runs no exit path: its kept back-ends stay stopped (SIGSTOP) until someone kills
 # them (their PIDs are in its log, "backend pid N").
 #
+# --persistent --same-backend: one back-end instead of two, --backend-a's, serves the A and the B runs (with a JVM
+# back-end the same JIT code serves both: two JVMs of one build settle at different rates, decided by compile races at
+# their start, which put a ratio of two JVMs anywhere in 0.86-1.12). A run = the back-end as started. B run = the same
+# back-end between --b-on, run just before the B run's busy % sample, and --b-off, run just after its driver ended and
+# it was scraped (e.g. "jcmd {pid} JFR.start ..." and "jcmd {pid} JFR.stop ..."), and with --b-scrape-every S its
+# {metrics} endpoint scraped every S s while B's driver runs (as a Prometheus server would; A and B runs are scraped
+# before and after each run all the same, for the exact counters). Both commands run through bash and must exit 0 within
+# PEERS_TOGGLE_TIMEOUT s (default 30), else the harness dies with the command and its output. A "JVM pair" is then one
+# JVM: warmed as A, then as B (--b-on, scrapes, --b-off around the warm-up run), restarted every --restart-every reps,
+# the order alternating AB/BA inside it as above. Nothing is stopped (there is no other back-end): RUN lines read
+# other_cpu=na other_state=na, busy_before includes the back-end's own idle work (in B runs with whatever --b-on
+# started), and one BACKEND line per JVM (backend=A) counts A's and B's frames. Without --b-on/--b-off and
+# --b-scrape-every B is A again: the ratio must come out ~1.
+#
 # Output: one "RUN ..." line per run, then per size "SUMMARY size=.. A_median_pps=.. A_min=.. A_max=..
 # B_median_pps=.. B_min=.. B_max=.. ratio_B_over_A=.. paired_ratio_min=.. paired_ratio_max=..".
-# --persistent adds jvm=N, order=AB|BA, other_cpu= and other_state= to each RUN line, a "BACKEND jvm=N
+# --persistent adds jvm=N, order=AB|BA, other_cpu= and other_state= to each RUN line (--same-backend: other_*=na, and
+# toggle=off|on for A|B and scrapes=N, the scrapes answered during the run's driver), a "BACKEND jvm=N
 # backend=A|B rx_total= driver_tx_total= exact=" line per back-end stopped, and per size, from
 # `virtio4j paired` (B/A as the geometric mean of per-rep ratios, 95% t interval, half-width in %):
 #   SUMMARY size=S jvm=N figure=pps pairs=K ...       JVM pair N's K reps (--restart-every; 0: --reps)
@@ -79,6 +94,18 @@
 #   --backend-warmup S   with --persistent: unmeasured driver run into each back-end after each start,
 #                        before the first measured rep (default 5; 0: none)
 #   --no-backend-result  the back-ends print no RESULT line: their counters read n/a, not a failure
+#   --same-backend       with --persistent: one back-end (--backend-a's) serves A and B runs (see above);
+#                        --backend-b (or $BACKEND_CMD) is refused beside it
+#   --b-on CMD           with --same-backend: run before each B run ({pid}: the back-end's root PID, for
+#                        ./virtio4j serve ... the java process, `env X=Y ./virtio4j` included: both exec;
+#                        {work}: a scratch directory, removed at the end), e.g.
+#                        "jcmd {pid} JFR.start name=cost settings=$PWD/share/virtio4j/jfr/virtio4j.jfc | grep 'Started recording'"
+#                        (jcmd exits 0 when the recording fails to start: grep its line)
+#   --b-off CMD          with --b-on: run after each B run, e.g. "jcmd {pid} JFR.stop name=cost | grep 'Stopped recording'"
+#   --b-scrape-every S   with --same-backend and {metrics} in --backend-a: scrape it every S s (0.001-3600) while a
+#                        B run's driver runs; a scrape not answered 200 counts as a failure
+#   --driver PROGRAM     the virtio-user driver, called with testpmd-virtio-user.sh's options (default: that
+#                        script; the stand-in tests give one that needs no DPDK)
 #   --v4j CMD            the virtio4j command line for the statistics (default: this checkout's ./virtio4j)
 set -euo pipefail
 # shellcheck source=lib.sh
