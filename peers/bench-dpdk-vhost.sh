@@ -451,6 +451,7 @@ run_kept() {   # run_kept X ORDER (REP and SIZE say which)
   # --same-backend: k, the kept back-end, is A's for both; B's run is the one between --b-on and --b-off
   if [ "$same" = 1 ]; then
     k=A
+    kept_alive A   # else a back-end that died reads as a failing driver
     [ "$x" = A ] || toggle on   # before the busy % sample: a jcmd's attach takes CPU for a moment
   fi
   b=$(peers_busy_wait "$idle_pct" "$idle_timeout")   # both back-ends are stopped (--same-backend: it idles)
