@@ -42,9 +42,24 @@
 # killed with SIGKILL runs no exit path: its kept back-ends stay stopped (SIGSTOP) until someone kills
 # them (their PIDs are in its log, "backend pid N").
 #
+# --persistent --same-backend: one back-end instead of two, --backend-a's, serves the A and the B runs (with a JVM
+# back-end the same JIT code serves both: two JVMs of one build settle at different rates, decided by compile races at
+# their start, which put a ratio of two JVMs anywhere in 0.86-1.12). A run = the back-end as started. B run = the same
+# back-end between --b-on, run just before the B run's busy % sample, and --b-off, run just after its driver ended and
+# it was scraped (e.g. "jcmd {pid} JFR.start ..." and "jcmd {pid} JFR.stop ..."), and with --b-scrape-every S its
+# {metrics} endpoint scraped every S s while B's driver runs (as a Prometheus server would; A and B runs are scraped
+# before and after each run all the same, for the exact counters). Both commands run through bash and must exit 0 within
+# PEERS_TOGGLE_TIMEOUT s (default 30), else the harness dies with the command and its output. A "JVM pair" is then one
+# JVM: warmed as A, then as B (--b-on, scrapes, --b-off around the warm-up run), restarted every --restart-every reps,
+# the order alternating AB/BA inside it as above. Nothing is stopped (there is no other back-end): RUN lines read
+# other_cpu=na other_state=na, busy_before includes the back-end's own idle work (in B runs with whatever --b-on
+# started), and one BACKEND line per JVM (backend=A) counts A's and B's frames. Without --b-on/--b-off and
+# --b-scrape-every B is A again: the ratio must come out ~1.
+#
 # Output: one "RUN ..." line per run, then per size "SUMMARY size=.. A_median_pps=.. A_min=.. A_max=..
 # B_median_pps=.. B_min=.. B_max=.. ratio_B_over_A=.. paired_ratio_min=.. paired_ratio_max=..".
-# --persistent adds jvm=N, order=AB|BA, other_cpu= and other_state= to each RUN line, a "BACKEND jvm=N
+# --persistent adds jvm=N, order=AB|BA, other_cpu= and other_state= to each RUN line (--same-backend: other_*=na, and
+# toggle=off|on for A|B and scrapes=N, the scrapes answered during the run's driver), a "BACKEND jvm=N
 # backend=A|B rx_total= driver_tx_total= exact=" line per back-end stopped, and per size, from
 # `virtio4j paired` (B/A as the geometric mean of per-rep ratios, 95% t interval, half-width in %):
 #   SUMMARY size=S jvm=N figure=pps pairs=K ...       JVM pair N's K reps (--restart-every; 0: --reps)
@@ -79,6 +94,18 @@
 #   --backend-warmup S   with --persistent: unmeasured driver run into each back-end after each start,
 #                        before the first measured rep (default 5; 0: none)
 #   --no-backend-result  the back-ends print no RESULT line: their counters read n/a, not a failure
+#   --same-backend       with --persistent: one back-end (--backend-a's) serves A and B runs (see above);
+#                        --backend-b (or $BACKEND_CMD) is refused beside it
+#   --b-on CMD           with --same-backend: run before each B run ({pid}: the back-end's root PID, for
+#                        ./virtio4j serve ... the java process, `env X=Y ./virtio4j` included: both exec;
+#                        {work}: a scratch directory, removed at the end), e.g.
+#                        "jcmd {pid} JFR.start name=cost settings=$PWD/share/virtio4j/jfr/virtio4j.jfc | grep 'Started recording'"
+#                        (jcmd exits 0 when the recording fails to start: grep its line)
+#   --b-off CMD          with --b-on: run after each B run, e.g. "jcmd {pid} JFR.stop name=cost | grep 'Stopped recording'"
+#   --b-scrape-every S   with --same-backend and {metrics} in --backend-a: scrape it every S s (0.001-3600) while a
+#                        B run's driver runs; a scrape not answered 200 counts as a failure
+#   --driver PROGRAM     the virtio-user driver, called with testpmd-virtio-user.sh's options (default: that
+#                        script; the stand-in tests give one that needs no DPDK)
 #   --v4j CMD            the virtio4j command line for the statistics (default: this checkout's ./virtio4j)
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -90,6 +117,8 @@ dpdk_backend="$PEERS_DIR/testpmd-vhost.sh --socket {sock} --mode rxonly --lcores
 reps=3 sizes="64 1500" duration=5 warmup=1 backend_a=$dpdk_backend backend_b=${BACKEND_CMD:-}
 backend_cpu=0 driver_cpu=1 driver_args='' out='' idle_pct='' idle_timeout=120
 persistent=0 restart_every=10 backend_warmup=5 no_result=0 v4j="$(cd "$PEERS_DIR/.." && pwd)/virtio4j"
+driver=$PEERS_DIR/testpmd-virtio-user.sh same=0 b_on='' b_off='' b_scrape='' backend_b_from=''
+[ -z "$backend_b" ] || backend_b_from='$BACKEND_CMD'
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) reps=$2; shift 2 ;;
@@ -97,7 +126,7 @@ while [ $# -gt 0 ]; do
     --duration) duration=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --backend-a) backend_a=$2; shift 2 ;;
-    --backend-b) backend_b=$2; shift 2 ;;
+    --backend-b) backend_b=$2; backend_b_from=--backend-b; shift 2 ;;
     --backend-cpu) backend_cpu=$2; shift 2 ;;
     --driver-cpu) driver_cpu=$2; shift 2 ;;
     --driver-args) driver_args=$2; shift 2 ;;
@@ -108,11 +137,32 @@ while [ $# -gt 0 ]; do
     --restart-every) restart_every=$2; shift 2 ;;
     --backend-warmup) backend_warmup=$2; shift 2 ;;
     --no-backend-result) no_result=1; shift ;;
+    --same-backend) same=1; shift ;;
+    --b-on) b_on=$2; shift 2 ;;
+    --b-off) b_off=$2; shift 2 ;;
+    --b-scrape-every) b_scrape=$2; shift 2 ;;
+    --driver) driver=$2; shift 2 ;;
     --v4j) v4j=$2; shift 2 ;;
     -h | --help) usage ;;
     *) peers_log "unknown argument: $1"; usage ;;
   esac
 done
+if [ "$same" = 1 ]; then
+  [ "$persistent" = 1 ] || peers_die "--same-backend needs --persistent (one back-end kept running serves the A and the B runs)"
+  [ -z "$backend_b_from" ] || peers_die "$backend_b_from has no place with --same-backend (A and B runs both go to --backend-a's back-end, B between --b-on and --b-off): got '$backend_b'"
+  if [ -n "$b_on" ] && [ -z "$b_off" ]; then peers_die "--b-on needs --b-off (what --b-on starts must end before the next A run): got --b-on '$b_on' alone"; fi
+  if [ -z "$b_on" ] && [ -n "$b_off" ]; then peers_die "--b-off needs --b-on: got --b-off '$b_off' alone"; fi
+  if [ -n "$b_scrape" ]; then
+    # curl --rate takes whole requests per hour at the finest: S from 0.001 (3600000/h) to 3600 (1/h)
+    [[ "$b_scrape" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v s="$b_scrape" 'BEGIN { exit !(s >= 0.001 && s <= 3600) }' ||
+      peers_die "--b-scrape-every takes seconds from 0.001 to 3600, got '$b_scrape'"
+    [[ "$backend_a" == *"{metrics}"* ]] || peers_die "--b-scrape-every needs {metrics} in --backend-a (the endpoint to scrape): got '$backend_a'"
+  fi
+else
+  for o in "--b-on:$b_on" "--b-off:$b_off" "--b-scrape-every:$b_scrape"; do
+    [ -z "${o#*:}" ] || peers_die "${o%%:*} needs --same-backend (it changes the one back-end for its B runs)"
+  done
+fi
 [ -n "$backend_b" ] || backend_b=$backend_a
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || peers_die "--reps takes a positive whole number, got '$reps'"
 [[ "$restart_every" =~ ^[0-9]+$ ]] || peers_die "--restart-every takes a whole number of reps, got '$restart_every'"
@@ -159,7 +209,7 @@ RES=
 drive() {
   local rc=0 k
   # shellcheck disable=SC2086 # driver_args is a list of words
-  RES=$("$PEERS_DIR/testpmd-virtio-user.sh" --socket "$1" --mode txonly --frame-size "$2" \
+  RES=$("$driver" --socket "$1" --mode txonly --frame-size "$2" \
     --duration "$3" --warmup "$warmup" --lcores "0@$driver_cpu,1@$driver_cpu" \
     --file-prefix "v4j-bench-vu-$$" $driver_args 2>"$work/driver.err") || rc=$?
   if [ "$rc" != 0 ] || [ -z "$RES" ]; then
@@ -293,7 +343,11 @@ start_kept() {   # start_kept X TEMPLATE
   if [ -n "$m" ]; then   # the metrics socket appears just before the vhost-user one; wait for it all the same
     peers_wait_socket "$m" 30 "$BACKEND_PID" || peers_die "backend $x: no metrics socket at $m"
   fi
-  pause "$x"
+  if [ "$same" = 1 ]; then
+    KEPT_TREE[$x]=$(peers_tree "${KEPT_PID[$x]}")   # never stopped, so never seen again by pause: seen here
+  else
+    pause "$x"
+  fi
 }
 
 stop_kept() {   # stop_kept X: its RESULT RX-packets against everything the drivers sent it
@@ -307,57 +361,135 @@ stop_kept() {   # stop_kept X: its RESULT RX-packets against everything the driv
   rm -f "${KEPT_SOCK[$x]}"
 }
 
+# --same-backend: toggle on|off runs --b-on or --b-off (nothing when not given) against the one back-end, {pid} its root
+# PID and {work} this run's scratch directory, through bash, with its output in a file; dies with the command and that
+# output when it fails or outlives PEERS_TOGGLE_TIMEOUT s (default 30). timeout(1) puts the command in a process group
+# of its own and signals that whole group on expiry, so nothing it started lingers.
+toggle() {
+  local what=$1 tmpl cmd rc=0 limit=${PEERS_TOGGLE_TIMEOUT:-30}
+  tmpl=$b_on
+  [ "$what" = on ] || tmpl=$b_off
+  [ -n "$tmpl" ] || return 0
+  kept_alive A
+  cmd=${tmpl//\{pid\}/${KEPT_PID[A]}}
+  cmd=${cmd//\{work\}/$work}
+  timeout -k 5 "$limit" bash -c "$cmd" </dev/null >"$work/toggle.log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] && return 0
+  tail -n 20 "$work/toggle.log" >&2 || true
+  case $rc in
+    124 | 137) peers_die "--b-$what '$cmd' did not end within ${limit}s at $(at) (its output above)" ;;
+    *) peers_die "--b-$what '$cmd' failed (status $rc) at $(at) (its output above)" ;;
+  esac
+}
+
+# --b-scrape-every S: scrape_start scrapes the one back-end's {metrics} endpoint every S s from one curl process (as a
+# Prometheus server does: a GET of /metrics per interval; the endpoint closes each connection, so each scrape connects
+# anew), until scrape_stop, which sets SCRAPES to the number of scrapes answered 200 and counts a failure per other
+# one. One process for all of a run's scrapes: a fork and exec per scrape would put milliseconds of curl's start-up on
+# a CPU a spinning peer needs, a cost of the harness and not of the endpoint. stdbuf: curl writes its per-scrape line
+# through stdio, and SIGTERM would lose what sits in its buffer.
+SCRAPER_PID='' SCRAPES=0
+scrape_start() {
+  SCRAPES=0
+  [ -n "$b_scrape" ] || return 0
+  stdbuf -oL curl -s --max-time 10 --unix-socket "${KEPT_METRICS[A]}" -o /dev/null -w '%{http_code}\n' \
+    --rate "$(awk -v s="$b_scrape" 'BEGIN { printf "%d", 3600 / s + 0.5 }')/h" \
+    "http://localhost/metrics?scrape=[1-100000000]" </dev/null >"$work/scrapes" 2>&1 &
+  SCRAPER_PID=$!
+}
+scrape_stop() {
+  local bad
+  [ -n "$SCRAPER_PID" ] || return 0
+  kill -TERM "$SCRAPER_PID" 2>/dev/null || true
+  wait "$SCRAPER_PID" 2>/dev/null || true
+  SCRAPER_PID=''
+  SCRAPES=$(grep -cx 200 "$work/scrapes" || true)
+  bad=$(grep -vcx 200 "$work/scrapes" || true)
+  if [ "$bad" != 0 ]; then
+    FAILED=$((FAILED + 1))
+    peers_log "FAILURE: $bad scrape(s) of ${KEPT_METRICS[A]} not answered 200 at $(at): $(grep -vx 200 "$work/scrapes" | sort | uniq -c | tr -s ' \n' ' ')"
+  fi
+}
+peers_on_exit_call scrape_stop
+
 # A new JVM pair: both started, then warmed one after the other with an unmeasured driver run of --backend-warmup s
-# (of the first size) while the other is stopped.
+# (of the first size) while the other is stopped. --same-backend: one back-end, warmed as A, then as B (between --b-on
+# and --b-off, scraped): the first --b-on in a JVM (a recorder brought up) and the code B runs take fall in there.
 start_pair() {
   # REP and SIZE local: the messages (at) name the warm-up, and the caller's rep stays as it was
   local x REP=warm-up SIZE=${sizes%% *}
   JVM=$((JVM + 1))
   start_kept A "$backend_a"
-  start_kept B "$backend_b"
+  [ "$same" = 1 ] || start_kept B "$backend_b"
   if [ "$backend_warmup" -gt 0 ]; then
     for x in A B; do
-      resume "$x"
-      drive "${KEPT_SOCK[$x]}" "$SIZE" "$backend_warmup" "backend $x at $(at)"
-      KEPT_TX[$x]=$((KEPT_TX[$x] + $(peers_field TX-packets "$RES")))
-      pause "$x"
+      if [ "$same" = 1 ]; then
+        [ "$x" = A ] || { toggle on; scrape_start; }
+        drive "${KEPT_SOCK[A]}" "$SIZE" "$backend_warmup" "backend A as $x at $(at)"
+        KEPT_TX[A]=$((KEPT_TX[A] + $(peers_field TX-packets "$RES")))
+        [ "$x" = A ] || { scrape_stop; toggle off; }
+      else
+        resume "$x"
+        drive "${KEPT_SOCK[$x]}" "$SIZE" "$backend_warmup" "backend $x at $(at)"
+        KEPT_TX[$x]=$((KEPT_TX[$x] + $(peers_field TX-packets "$RES")))
+        pause "$x"
+      fi
     done
   fi
-  peers_log "JVM pair $JVM: A pid ${KEPT_PID[A]}, B pid ${KEPT_PID[B]}, warmed ${backend_warmup}s each"
+  if [ "$same" = 1 ]; then
+    peers_log "JVM $JVM: pid ${KEPT_PID[A]}, warmed ${backend_warmup}s as A and as B"
+  else
+    peers_log "JVM pair $JVM: A pid ${KEPT_PID[A]}, B pid ${KEPT_PID[B]}, warmed ${backend_warmup}s each"
+  fi
 }
-stop_pair() { stop_kept A; stop_kept B; }
+stop_pair() { stop_kept A; [ "$same" = 1 ] || stop_kept B; }
 
 run_kept() {   # run_kept X ORDER (REP and SIZE say which)
-  local x=$1 order=$2 other=A b p0 p1 bt0 bc0 bc1 oc0 oc1 ost m0 tx brx=na exact=n/a pps ocpu
+  local x=$1 order=$2 k=$1 other=A b p0 p1 bt0 bc0 bc1 oc0 oc1 ost=na m0 tx brx=na exact=n/a pps ocpu=na extra=''
   [ "$x" = A ] && other=B
-  b=$(peers_busy_wait "$idle_pct" "$idle_timeout")   # both back-ends are stopped: this is the other load
+  SCRAPES=0
+  # --same-backend: k, the kept back-end, is A's for both; B's run is the one between --b-on and --b-off
+  if [ "$same" = 1 ]; then
+    k=A
+    kept_alive A   # else a back-end that died reads as a failing driver
+    [ "$x" = A ] || toggle on   # before the busy % sample: a jcmd's attach takes CPU for a moment
+  fi
+  b=$(peers_busy_wait "$idle_pct" "$idle_timeout")   # both back-ends are stopped (--same-backend: it idles)
   p0=$(probe)
-  resume "$x"
-  scrape_rx "$x"
+  [ "$same" = 1 ] || resume "$x"
+  scrape_rx "$k"
   m0=$M
+  [ "$x" = A ] || scrape_start
   bt0=$(peers_now)
-  bc0=$(peers_tree_cputicks "${KEPT_PID[$x]}")
-  oc0=$(peers_tree_cputicks "${KEPT_PID[$other]}")
-  drive "${KEPT_SOCK[$x]}" "$SIZE" "$duration" "backend $x at $(at)"
-  bc1=$(peers_tree_cputicks "${KEPT_PID[$x]}")
-  oc1=$(peers_tree_cputicks "${KEPT_PID[$other]}")
-  ost=$(kept_state "$other")
-  scrape_rx "$x"
-  pause "$x"
+  bc0=$(peers_tree_cputicks "${KEPT_PID[$k]}")
+  [ "$same" = 1 ] || oc0=$(peers_tree_cputicks "${KEPT_PID[$other]}")
+  drive "${KEPT_SOCK[$k]}" "$SIZE" "$duration" "backend $x at $(at)"
+  bc1=$(peers_tree_cputicks "${KEPT_PID[$k]}")
+  [ "$same" = 1 ] || { oc1=$(peers_tree_cputicks "${KEPT_PID[$other]}"); ost=$(kept_state "$other"); }
+  [ "$x" = A ] || scrape_stop
+  scrape_rx "$k"
+  if [ "$same" = 1 ]; then
+    [ "$x" = A ] || toggle off
+    extra=" toggle=$([ "$x" = A ] && echo off || echo on) scrapes=$SCRAPES"
+  else
+    pause "$x"
+  fi
   p1=$(probe)
   pps=$(peers_field TX-pps "$RES")
   tx=$(peers_field TX-packets "$RES")
-  KEPT_TX[$x]=$((KEPT_TX[$x] + tx))
+  KEPT_TX[$k]=$((KEPT_TX[$k] + tx))
   if [ -n "$m0" ]; then
     brx=$((M - m0))
     if [ "$brx" = "$tx" ]; then exact=yes; else exact=no; FAILED=$((FAILED + 1)); peers_log "FAILURE: driver sent $tx frames, backend $x counted $brx at $(at)"; fi
   fi
-  ocpu=$(cpu_share "$((oc1 - oc0))" "$bt0")
-  if [ "$oc1" != "$oc0" ] || [ "$ost" != T ]; then
-    FAILED=$((FAILED + 1))
-    peers_log "FAILURE: backend $other, to be stopped, got $((oc1 - oc0)) clock ticks and was in state '$ost' while $x was measured at $(at)"
+  if [ "$same" = 0 ]; then
+    ocpu=$(cpu_share "$((oc1 - oc0))" "$bt0")
+    if [ "$oc1" != "$oc0" ] || [ "$ost" != T ]; then
+      FAILED=$((FAILED + 1))
+      peers_log "FAILURE: backend $other, to be stopped, got $((oc1 - oc0)) clock ticks and was in state '$ost' while $x was measured at $(at)"
+    fi
   fi
-  emit "RUN size=$SIZE rep=$REP jvm=$JVM order=$order backend=$x pps=$pps window_pkts=$(peers_field win-TX-packets "$RES") tx_total=$tx backend_rx=$brx exact=$exact tx_ring_full=$(peers_field TX-dropped "$RES") driver_cpu=$(peers_field cpu "$RES") backend_cpu=$(cpu_share "$((bc1 - bc0))" "$bt0") other_cpu=$ocpu other_state=$ost busy_before=${b}% probe_ns=$p0/$p1"
+  emit "RUN size=$SIZE rep=$REP jvm=$JVM order=$order backend=$x pps=$pps window_pkts=$(peers_field win-TX-packets "$RES") tx_total=$tx backend_rx=$brx exact=$exact tx_ring_full=$(peers_field TX-dropped "$RES") driver_cpu=$(peers_field cpu "$RES") backend_cpu=$(cpu_share "$((bc1 - bc0))" "$bt0") other_cpu=$ocpu other_state=$ost$extra busy_before=${b}% probe_ns=$p0/$p1"
   echo "$pps" >>"$work/pps-$x-$SIZE"
   echo "$pps" >>"$work/pps-$x-$SIZE-jvm$JVM"
   echo "$JVM" >>"$work/jvm-$x-$SIZE"
@@ -374,7 +506,11 @@ paired() {   # paired A_FILE B_FILE PREFIX [GROUPS_FILE]
 }
 
 peers_log "A: $backend_a"
-peers_log "B: $backend_b"
+if [ "$same" = 1 ]; then
+  peers_log "B: A's back-end between --b-on '$b_on' and --b-off '$b_off'${b_scrape:+, its metrics scraped every ${b_scrape}s}"
+else
+  peers_log "B: $backend_b"
+fi
 peers_log "$reps reps x sizes [$sizes] x {A,B}, ${duration}s windows, backend CPU $backend_cpu, driver CPU $driver_cpu"
 if [ "$persistent" = 1 ]; then
   peers_log "persistent back-ends, restarted every ${restart_every} reps (0: never): $jvm_pairs JVM pair(s), warmed ${backend_warmup}s"

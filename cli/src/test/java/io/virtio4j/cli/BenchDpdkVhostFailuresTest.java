@@ -4,7 +4,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -13,76 +12,28 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * {@code peers/bench-dpdk-vhost.sh --persistent} on its error paths leaves no back-end behind, neither running nor
- * stopped (SIGSTOP), and says what failed. The back-ends are stand-ins (a shell that creates the socket and keeps a
- * child in a session of its own, as testpmd-vhost.sh's testpmd is), so these runs start neither DPDK nor a JVM: the
- * failures come before any driver would send a frame.
+ * stopped (SIGSTOP), and says what failed. The back-ends are stand-ins ({@link StandInBackEnds}), so these runs start
+ * neither DPDK nor a JVM: the failures come before any driver would send a frame.
  */
 class BenchDpdkVhostFailuresTest {
-    /**
-     * The stand-in: records "ROOT CHILD" PIDs in $2, creates the socket $1 and waits for SIGTERM, on which it exits
-     * without its child (what a wrapper killed after the grace period leaves). "die" as $3: it is SIGKILLed 0.3 s after
-     * its start by a process outside its tree (the harness does not stop that one); "slow": its socket comes after 1.5 s.
-     */
-    private static final String FAKE = """
-            #!/usr/bin/env bash
-            setsid sleep 600 </dev/null >/dev/null 2>&1 &
-            echo "$$ $!" >>"$2"
-            [ "${3:-}" != die ] || (setsid bash -c "sleep 0.3; kill -KILL $$" </dev/null >/dev/null 2>&1 &)
-            [ "${3:-}" != slow ] || sleep 1.5
-            python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1"
-            trap 'exit 0' TERM
-            while :; do sleep 0.1; done
-            """;
-
     @TempDir
     Path dir;
 
     private PeerRuns.Outcome bench(String a, String b, String... more) throws IOException, InterruptedException {
-        Path fake = dir.resolve("fake-backend.sh");
-        Files.writeString(fake, FAKE);
-        Path pids = dir.resolve("pids");
+        String fake = StandInBackEnds.write(dir) + " {sock} " + dir.resolve("pids") + " ";
         List<String> argv = new java.util.ArrayList<>(List.of("bash", PeerRuns.script("bench-dpdk-vhost.sh").toString(),
                 "--persistent", "--reps", "4", "--restart-every", "2", "--sizes", "64",
-                "--backend-a", "bash " + fake + " {sock} " + pids + " " + a,
-                "--backend-b", "bash " + fake + " {sock} " + pids + " " + b));
+                "--backend-a", fake + a, "--backend-b", fake + b));
         argv.addAll(Arrays.asList(more));
         return PeerRuns.run(Duration.ofMinutes(2), argv);
     }
 
-    /** Every PID the stand-ins recorded (roots and their children in sessions of their own) is gone. */
+    /** Every PID the two stand-ins recorded (roots and their children in sessions of their own) is gone. */
     private void noBackEndLeft(String output) throws IOException, InterruptedException {
-        List<Long> pids = Arrays.stream(Files.readString(dir.resolve("pids")).trim().split("\\s+"))
-                .map(Long::parseLong).toList();
-        assertEquals(4, pids.size(), "two stand-ins, each with its child, were started:\n" + output);
-        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-        for (long pid : pids) {
-            // a killed process may stay a zombie for a moment, until its (new) parent reaps it: that one runs no more
-            while (running(pid)) {
-                if (System.nanoTime() > deadline) {
-                    fail("pid " + pid + " is still there, state " + state(pid) + ", after the bench exited:\n" + output);
-                }
-                Thread.sleep(50);
-            }
-        }
-    }
-
-    private static String state(long pid) throws IOException {
-        Path stat = Path.of("/proc", Long.toString(pid), "stat");
-        try {
-            String s = Files.readString(stat);
-            return s.substring(s.lastIndexOf(") ") + 2).split(" ")[0];
-        } catch (java.nio.file.NoSuchFileException e) {
-            return "gone";
-        }
-    }
-
-    private static boolean running(long pid) throws IOException {
-        String s = state(pid);
-        return !s.equals("gone") && !s.equals("Z") && !s.equals("X");
+        StandInBackEnds.noneLeft(dir.resolve("pids"), 2, output);
     }
 
     /**

@@ -1,0 +1,105 @@
+package io.virtio4j.cli;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Stand-ins for {@code peers/bench-dpdk-vhost.sh}'s back-ends and driver, so that its tests of order and error paths
+ * start neither DPDK nor a JVM, and the check that none of a stand-in's processes outlived the bench.
+ */
+final class StandInBackEnds {
+    private StandInBackEnds() {
+    }
+
+    /**
+     * The back-end: records "ROOT CHILD" PIDs in $2, creates the socket $1 and waits for SIGTERM, on which it exits
+     * without its child, which runs in a session of its own as testpmd-vhost.sh's testpmd does (what a wrapper killed
+     * after the grace period leaves). "die" as $3: it is SIGKILLed 0.3 s after its start by a process outside its tree
+     * (the harness does not stop that one); "slow": its socket comes after 1.5 s. It prints no RESULT line.
+     */
+    private static final String BACKEND = """
+            #!/usr/bin/env bash
+            setsid sleep 600 </dev/null >/dev/null 2>&1 &
+            echo "$$ $!" >>"$2"
+            [ "${3:-}" != die ] || (setsid bash -c "sleep 0.3; kill -KILL $$" </dev/null >/dev/null 2>&1 &)
+            [ "${3:-}" != slow ] || sleep 1.5
+            python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1"
+            trap 'exit 0' TERM
+            while :; do sleep 0.1; done
+            """;
+
+    /**
+     * The driver (for {@code --driver}): called with testpmd-virtio-user.sh's options, {@code --socket PATH} first;
+     * fails unless PATH is a socket, appends "drive" to the file %s and prints a RESULT line of 1000 frames sent.
+     */
+    private static final String DRIVER = """
+            #!/usr/bin/env bash
+            [ "$1" = --socket ] && [ -S "$2" ] || { echo "no socket in $*" >&2; exit 3; }
+            echo drive >>'%s'
+            echo "RESULT role=virtio-user TX-packets=1000 RX-packets=0 TX-dropped=0 TX-pps=500 win-TX-packets=500 cpu=1.00"
+            """;
+
+    /** Writes the back-end into {@code dir}; returns its command line, to be followed by its arguments. */
+    static String write(Path dir) throws IOException {
+        Path p = dir.resolve("stand-in-backend.sh");
+        Files.writeString(p, BACKEND);
+        return "bash " + p;
+    }
+
+    /** Writes the driver into {@code dir}, marking each run in {@code marks}; returns its path (for --driver). */
+    static Path writeDriver(Path dir, Path marks) throws IOException {
+        Path p = dir.resolve("stand-in-driver.sh");
+        Files.writeString(p, DRIVER.formatted(marks));
+        Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwx------"));
+        return p;
+    }
+
+    /**
+     * Every PID that {@code started} stand-ins recorded in {@code pids} (roots and their children) is gone, within 5 s
+     * ({@link #allGone}).
+     */
+    static void noneLeft(Path pids, int started, String output) throws IOException, InterruptedException {
+        List<Long> all = Arrays.stream(Files.readString(pids).trim().split("\\s+")).map(Long::parseLong).toList();
+        assertEquals(2 * started, all.size(), started + " stand-ins, each with its child, were started:\n" + output);
+        allGone(all, output);
+    }
+
+    /**
+     * Every process in {@code pids} is gone within 5 s (a killed process may stay a zombie for a moment, until its new
+     * parent reaps it: that one runs no more).
+     */
+    static void allGone(List<Long> pids, String output) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        for (long pid : pids) {
+            while (running(pid)) {
+                if (System.nanoTime() > deadline) {
+                    fail("pid " + pid + " is still there, state " + state(pid) + ", after the bench exited:\n" + output);
+                }
+                Thread.sleep(50);
+            }
+        }
+    }
+
+    private static String state(long pid) throws IOException {
+        try {
+            String s = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            return s.substring(s.lastIndexOf(") ") + 2).split(" ")[0];
+        } catch (NoSuchFileException e) {
+            return "gone";
+        }
+    }
+
+    private static boolean running(long pid) throws IOException {
+        String s = state(pid);
+        return !s.equals("gone") && !s.equals("Z") && !s.equals("X");
+    }
+}
