@@ -117,13 +117,14 @@ dpdk_backend="$PEERS_DIR/testpmd-vhost.sh --socket {sock} --mode rxonly --lcores
 reps=3 sizes="64 1500" duration=5 warmup=1 backend_a=$dpdk_backend backend_b=${BACKEND_CMD:-}
 backend_cpu=0 driver_cpu=1 driver_args='' out='' idle_pct='' idle_timeout=120
 persistent=0 restart_every=10 backend_warmup=5 no_result=0 v4j="$(cd "$PEERS_DIR/.." && pwd)/virtio4j"
-driver=$PEERS_DIR/testpmd-virtio-user.sh same=0 b_on='' b_off='' b_scrape='' backend_b_from=''
+driver=$PEERS_DIR/testpmd-virtio-user.sh same=0 b_on='' b_off='' b_scrape='' backend_b_from='' windows='' settle=''
+duration_set=0
 [ -z "$backend_b" ] || backend_b_from='$BACKEND_CMD'
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) reps=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
-    --duration) duration=$2; shift 2 ;;
+    --duration) duration=$2; duration_set=1; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --backend-a) backend_a=$2; shift 2 ;;
     --backend-b) backend_b=$2; backend_b_from=--backend-b; shift 2 ;;
@@ -141,6 +142,8 @@ while [ $# -gt 0 ]; do
     --b-on) b_on=$2; shift 2 ;;
     --b-off) b_off=$2; shift 2 ;;
     --b-scrape-every) b_scrape=$2; shift 2 ;;
+    --windows) windows=$2; shift 2 ;;
+    --settle) settle=$2; shift 2 ;;
     --driver) driver=$2; shift 2 ;;
     --v4j) v4j=$2; shift 2 ;;
     -h | --help) usage ;;
@@ -158,11 +161,22 @@ if [ "$same" = 1 ]; then
       peers_die "--b-scrape-every takes seconds from 0.001 to 3600, got '$b_scrape'"
     [[ "$backend_a" == *"{metrics}"* ]] || peers_die "--b-scrape-every needs {metrics} in --backend-a (the endpoint to scrape): got '$backend_a'"
   fi
+  if [ -n "$windows" ]; then
+    [[ "$windows" =~ ^[0-9]+(\.[0-9]+)?$ && ! "$windows" =~ ^0+(\.0+)?$ ]] || peers_die "--windows takes a window's seconds above 0, got '$windows'"
+    [[ "$backend_a" == *"{metrics}"* ]] || peers_die "--windows needs {metrics} in --backend-a (a window's rate is the delta of the back-end's own counter): got '$backend_a'"
+    [ "$duration_set" = 0 ] || peers_die "--duration has no place with --windows (a window lasts --windows s, the one driver run the whole JVM): got '$duration'"
+  fi
 else
   for o in "--b-on:$b_on" "--b-off:$b_off" "--b-scrape-every:$b_scrape"; do
     [ -z "${o#*:}" ] || peers_die "${o%%:*} needs --same-backend (it changes the one back-end for its B runs)"
   done
+  [ -z "$windows" ] || peers_die "--windows needs --persistent --same-backend (its A and B windows are one back-end's, in one driver run): got --windows '$windows' without --same-backend"
 fi
+if [ -n "$settle" ]; then
+  [ -n "$windows" ] || peers_die "--settle needs --windows (the gap after --b-on/--b-off before a window's first scrape): got '$settle'"
+  [[ "$settle" =~ ^[0-9]+(\.[0-9]+)?$ ]] || peers_die "--settle takes a number of seconds, got '$settle'"
+fi
+settle=${settle:-0.5}
 [ -n "$backend_b" ] || backend_b=$backend_a
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || peers_die "--reps takes a positive whole number, got '$reps'"
 [[ "$restart_every" =~ ^[0-9]+$ ]] || peers_die "--restart-every takes a whole number of reps, got '$restart_every'"
@@ -207,17 +221,27 @@ probe() { peers_probe "$backend_cpu" "$driver_cpu"; }
 # where in the run).
 RES=
 drive() {
-  local rc=0 k
-  # shellcheck disable=SC2086 # driver_args is a list of words
-  RES=$("$driver" --socket "$1" --mode txonly --frame-size "$2" \
-    --duration "$3" --warmup "$warmup" --lcores "0@$driver_cpu,1@$driver_cpu" \
-    --file-prefix "v4j-bench-vu-$$" $driver_args 2>"$work/driver.err") || rc=$?
-  if [ "$rc" != 0 ] || [ -z "$RES" ]; then
+  local rc=0
+  driver_argv "$1" "$2" "$3"
+  RES=$("${DRV[@]}" 2>"$work/driver.err") || rc=$?
+  driver_result "$rc" "$4"
+}
+# driver_argv SOCK SIZE SECONDS: the driver's command line, in DRV
+DRV=()
+driver_argv() {
+  # shellcheck disable=SC2206 # driver_args is a list of words
+  DRV=("$driver" --socket "$1" --mode txonly --frame-size "$2" --duration "$3" --warmup "$warmup"
+    --lcores "0@$driver_cpu,1@$driver_cpu" --file-prefix "v4j-bench-vu-$$" $driver_args)
+}
+# driver_result STATUS WHAT: dies unless the driver that printed RES exited 0 with a RESULT holding both counts
+driver_result() {
+  local k
+  if [ "$1" != 0 ] || [ -z "$RES" ]; then
     tail -n 20 "$work/driver.err" >&2
-    peers_die "driver into $4 failed (status $rc; its stderr above)"
+    peers_die "driver into $2 failed (status $1; its stderr above)"
   fi
   for k in TX-packets TX-pps; do
-    [[ "$(peers_field "$k" "$RES")" =~ ^[0-9]+$ ]] || peers_die "driver into $4: no $k count in its RESULT line: $RES"
+    [[ "$(peers_field "$k" "$RES")" =~ ^[0-9]+$ ]] || peers_die "driver into $2: no $k count in its RESULT line: $RES"
   done
 }
 
@@ -241,7 +265,9 @@ judge() {
 }
 
 # CPUs' worth of time from tick count $1 over the seconds since peers_now time $2
-cpu_share() { awk -v c="$1" -v hz="$(peers_clk_tck)" -v w="$(peers_elapsed "$2")" 'BEGIN { printf "%.2f", (w > 0 ? c / hz / w : 0) }'; }
+cpu_share() { ticks_share "$1" "$(peers_elapsed "$2")"; }
+# CPUs' worth of time from tick count $1 over $2 seconds
+ticks_share() { awk -v c="$1" -v hz="$(peers_clk_tck)" -v w="$2" 'BEGIN { printf "%.2f", (w > 0 ? c / hz / w : 0) }'; }
 
 run_one() {   # run_one LABEL TEMPLATE SIZE REP
   local label=$1 tmpl=$2 size=$3 rep=$4 sock bres pps tx brx exact b p0 p1 bt0 bc0 bc1 bcpu
@@ -490,9 +516,132 @@ run_kept() {   # run_kept X ORDER (REP and SIZE say which)
     fi
   fi
   emit "RUN size=$SIZE rep=$REP jvm=$JVM order=$order backend=$x pps=$pps window_pkts=$(peers_field win-TX-packets "$RES") tx_total=$tx backend_rx=$brx exact=$exact tx_ring_full=$(peers_field TX-dropped "$RES") driver_cpu=$(peers_field cpu "$RES") backend_cpu=$(cpu_share "$((bc1 - bc0))" "$bt0") other_cpu=$ocpu other_state=$ost$extra busy_before=${b}% probe_ns=$p0/$p1"
-  echo "$pps" >>"$work/pps-$x-$SIZE"
-  echo "$pps" >>"$work/pps-$x-$SIZE-jvm$JVM"
-  echo "$JVM" >>"$work/jvm-$x-$SIZE"
+  record "$x" "$pps"
+}
+
+# record X PPS: one measured figure of side X (A, B) for the summaries, in pair order, with its JVM
+record() {
+  echo "$2" >>"$work/pps-$1-$SIZE"
+  echo "$2" >>"$work/pps-$1-$SIZE-jvm$JVM"
+  echo "$JVM" >>"$work/jvm-$1-$SIZE"
+}
+
+# ---------------------------------------------------------------------------------------------- --windows
+# MONO: CLOCK_MONOTONIC in seconds, from one python3 per bench that answers each line on its stdin (a coprocess, started
+# below): `date` would fork at every reading (milliseconds of CPU beside two spinning peers, at a window's edge) and
+# bash's $EPOCHREALTIME is the wall clock, which a time step moves. It ends with its stdin, i.e. with this shell.
+MONO=
+mono() {
+  echo >&"${CLOCK[1]}"
+  read -r MONO <&"${CLOCK[0]}"
+}
+
+# The slot's driver, running in the background (its PID, empty when none): dies, naming where the run is and with the
+# end of its stderr, once it is gone (a zombie included: it ended and awaits its status) before the harness ended it.
+DRIVER_PID=''
+driver_alive() {
+  local st rc=0
+  st=$(peers_proc_state "$DRIVER_PID")
+  [ -z "$st" ] || [ "$st" = Z ] || [ "$st" = X ] || return 0
+  wait "$DRIVER_PID" || rc=$?
+  DRIVER_PID=''
+  tail -n 20 "$work/driver.err" >&2 || true
+  peers_die "driver into backend A ended (status $rc) before the harness ended it, at $(at) (its stderr above)"
+}
+# On any exit a slot's driver still running is ended: SIGTERM, on which testpmd-virtio-user.sh ends its testpmd.
+end_driver() {
+  [ -n "$DRIVER_PID" ] || return 0
+  kill -TERM "$DRIVER_PID" 2>/dev/null || true
+  wait "$DRIVER_PID" 2>/dev/null || true
+  DRIVER_PID=''
+}
+peers_on_exit_call end_driver
+
+# window X ORDER: one window of side X (A: as started; B: between --b-on and --b-off, scraped every --b-scrape-every s)
+# in the running driver's connection. Its rate is the back-end's own: the delta of its rx counter scraped at the
+# window's start and end over the monotonic time between the two scrapes' answers. --b-on and --b-off run outside it,
+# each followed by --settle s (a jcmd attaches a thread to the back-end and takes ~0.5 s of CPU) before the next scrape.
+window() {
+  local x=$1 order=$2 m0 t0 bc0 bc1 dc0 dc1 frames secs pps
+  SCRAPES=0
+  if [ "$x" = B ]; then toggle on; sleep "$settle"; fi
+  driver_alive
+  bc0=$(peers_tree_cputicks "${KEPT_PID[A]}")
+  dc0=$(peers_tree_cputicks "$DRIVER_PID")
+  scrape_rx A
+  mono
+  m0=$M t0=$MONO
+  [ "$x" = A ] || scrape_start
+  sleep "$windows"
+  [ "$x" = A ] || scrape_stop
+  scrape_rx A
+  mono
+  bc1=$(peers_tree_cputicks "${KEPT_PID[A]}")
+  dc1=$(peers_tree_cputicks "$DRIVER_PID")
+  if [ "$x" = B ]; then toggle off; sleep "$settle"; fi
+  frames=$((M - m0))
+  secs=$(awk -v a="$t0" -v b="$MONO" 'BEGIN { printf "%.6f", b - a }')
+  pps=$(awk -v f="$frames" -v s="$secs" 'BEGIN { printf "%d", (s > 0 ? f / s : 0) }')
+  emit "RUN size=$SIZE rep=$REP jvm=$JVM order=$order backend=$x toggle=$([ "$x" = A ] && echo off || echo on) pps=$pps frames=$frames seconds=$secs scrapes=$SCRAPES backend_cpu=$(ticks_share "$((bc1 - bc0))" "$secs") driver_cpu=$(ticks_share "$((dc1 - dc0))" "$secs") busy_before=na probe_ns=na"
+  record "$x" "$pps"
+}
+
+# run_slot FIRST: the reps FIRST.. of this JVM (--restart-every, or all --reps) for size SIZE, as windows of one driver
+# run. Scraped before the driver starts and after it ended (its drain included: the back-end took every frame), the
+# back-end's counter must have moved by exactly the driver's TX-packets.
+run_slot() {
+  local first=$1 n=$reps b p0 p1 m_start t_start span tx brx exact=yes rc=0 bound i order x
+  [ "$restart_every" = 0 ] || n=$restart_every
+  kept_alive A
+  b=$(peers_busy_wait "$idle_pct" "$idle_timeout")
+  p0=$(probe)
+  scrape_rx A
+  m_start=$M
+  # A window, B's toggles and settles and the scrapes each within their time limits: a --duration the driver does not
+  # reach before the harness ends its window with SIGUSR1 (it only bounds a driver whose harness was SIGKILLed)
+  bound=$(awk -v w="$warmup" -v n="$n" -v W="$windows" -v s="$settle" -v t="${PEERS_TOGGLE_TIMEOUT:-30}" \
+    'BEGIN { printf "%d", w + 2 * n * (W + 2 * s + 2 * t + 4 * 10 + 5) + 60 }')
+  driver_argv "${KEPT_SOCK[A]}" "$SIZE" "$bound"
+  rm -f "$work/ready"
+  "${DRV[@]}" --ready-file "$work/ready" </dev/null >"$work/driver.out" 2>"$work/driver.err" &
+  DRIVER_PID=$!
+  until [ -e "$work/ready" ]; do driver_alive; sleep 0.05; done
+  sleep "$warmup"
+  mono
+  t_start=$MONO
+  for REP in $(seq "$first" $((first + n - 1))); do
+    i=$((REP - first))
+    if [ $((i % 2)) = 0 ]; then order="A B"; else order="B A"; fi
+    for x in $order; do window "$x" "${order/ /}"; done
+  done
+  REP=end
+  driver_alive
+  mono
+  span=$(awk -v a="$t_start" -v b="$MONO" 'BEGIN { printf "%.2f", b - a }')
+  kill -USR1 "$DRIVER_PID"
+  wait "$DRIVER_PID" || rc=$?
+  DRIVER_PID=''
+  RES=$(grep '^RESULT ' "$work/driver.out" | tail -n 1 || true)
+  driver_result "$rc" "backend A at $(at)"
+  scrape_rx A
+  p1=$(probe)
+  tx=$(peers_field TX-packets "$RES")
+  KEPT_TX[A]=$((KEPT_TX[A] + tx))
+  brx=$((M - m_start))
+  if [ "$brx" != "$tx" ]; then
+    exact=no
+    FAILED=$((FAILED + 1))
+    peers_log "FAILURE: driver sent $tx frames in JVM $JVM's slot of size $SIZE, backend A counted $brx"
+  fi
+  # its window (from its --warmup to SIGUSR1) must span every window of ours (from our --warmup on): else it stopped
+  # sending on its own before the last one
+  if ! awk -v d="$(peers_field window_s "$RES")" -v s="$span" 'BEGIN { exit !(d + 1 >= s) }'; then
+    FAILED=$((FAILED + 1))
+    peers_log "FAILURE: the driver's window (window_s=$(peers_field window_s "$RES")) ended before the last window (${span}s after the warm-up) in JVM $JVM's slot of size $SIZE"
+  fi
+  [ "$(peers_field TX-dropped "$RES")" != 0 ] ||
+    peers_log "WARNING: the driver never found the ring full in JVM $JVM's slot of size $SIZE (tx_ring_full=0): the window rates are the driver's, not the back-end's"
+  emit "DRIVER size=$SIZE jvm=$JVM reps=$n tx_total=$tx backend_rx=$brx exact=$exact driver_pps=$(peers_field TX-pps "$RES") window_s=$(peers_field window_s "$RES") windows_s=$span tx_ring_full=$(peers_field TX-dropped "$RES") driver_cpu=$(peers_field cpu "$RES") busy_before=${b}% probe_ns=$p0/$p1"
 }
 
 # `virtio4j paired` of two files of values (one per line, in pair order), with --groups from a third file of one label
@@ -511,8 +660,17 @@ if [ "$same" = 1 ]; then
 else
   peers_log "B: $backend_b"
 fi
-peers_log "$reps reps x sizes [$sizes] x {A,B}, ${duration}s windows, backend CPU $backend_cpu, driver CPU $driver_cpu"
-if [ "$persistent" = 1 ]; then
+peers_log "$reps reps x sizes [$sizes] x {A,B}, ${windows:-$duration}s windows, backend CPU $backend_cpu, driver CPU $driver_cpu"
+if [ -n "$windows" ]; then
+  peers_log "windows of ${windows}s, ${settle}s settle after each --b-on/--b-off; per JVM and size one driver run, ${warmup}s warm-up in it; busy % and probe before and after each driver run only (DRIVER line), not between windows"
+  coproc CLOCK { exec python3 -u -c 'import sys, time
+for _ in sys.stdin: print("%.6f" % time.monotonic(), flush=True)'; }
+  for j in $(seq 1 "$jvm_pairs"); do
+    start_pair
+    for SIZE in $sizes; do run_slot $(((j - 1) * (reps / jvm_pairs) + 1)); done
+    stop_pair
+  done
+elif [ "$persistent" = 1 ]; then
   peers_log "persistent back-ends, restarted every ${restart_every} reps (0: never): $jvm_pairs JVM pair(s), warmed ${backend_warmup}s"
   for REP in $(seq 1 "$reps"); do
     # the rep's place inside its JVM pair: 0, 1, ... K-1

@@ -43,7 +43,9 @@
 #   --queues N            queue pairs (default 1); one forwarding lcore per queue pair is NOT implied:
 #                         see --nb-cores
 #   --nb-cores N          forwarding lcores (default 1; --lcores must map 1+N lcores)
-#   --duration S          measure S seconds (default 5)
+#   --duration S          measure S seconds (default 5). SIGUSR1 ends the window early (the stats are taken,
+#                         forwarding stops, the drain and the RESULT follow as usual): a caller that decides
+#                         when to stop (bench-dpdk-vhost.sh --windows) gives a --duration it will not reach
 #   --packets N           send exactly N frames instead of running for --duration: "start tx_first K"
 #                         (K = N / --burst full bursts, then one burst of the remainder); txonly drops
 #                         the frames of a burst that finds the ring full (TX-dropped), so it tops up in
@@ -173,6 +175,11 @@ if [ "$server" = 1 ]; then
   [ "$rc" = 0 ] || peers_die "link not up within ${ctimeout}s: no backend connected to $sock"
 fi
 
+# SIGUSR1: end the --duration window now (see --duration); a flag, so that one that comes before the window
+# (during start-up or --warmup) ends it as soon as it begins instead of killing the script (its default action).
+usr1=0
+trap 'usr1=1' USR1
+
 rounds=0 cpu=na
 if [ -n "$packets" ]; then
   # tx_first runs one txonly burst per launch of the forwarding lcore and waits for it on the main
@@ -228,7 +235,12 @@ else
   a=$(tp_show_stats 10) || peers_die "testpmd died"
   t0=$(peers_now)
   c0=$(peers_cputicks "$TP_PID")
-  sleep "$duration"
+  # in the background: bash runs a trap only once the foreground command ended, and wait returns on a signal
+  if [ "$usr1" = 0 ]; then
+    sleep "$duration" &
+    wait "$!" || true
+    kill "$!" 2>/dev/null || true
+  fi
   b=$(tp_show_stats 10) || peers_die "testpmd died"
   c1=$(peers_cputicks "$TP_PID")
   window=$(peers_elapsed "$t0")

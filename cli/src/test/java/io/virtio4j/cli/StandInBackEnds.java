@@ -24,7 +24,8 @@ final class StandInBackEnds {
      * The back-end: records "ROOT CHILD" PIDs in $2, creates the socket $1 and waits for SIGTERM, on which it exits
      * without its child, which runs in a session of its own as testpmd-vhost.sh's testpmd does (what a wrapper killed
      * after the grace period leaves). "die" as $3: it is SIGKILLed 0.3 s after its start by a process outside its tree
-     * (the harness does not stop that one); "slow": its socket comes after 1.5 s. It prints no RESULT line.
+     * (the harness does not stop that one); "slow": its socket comes after 1.5 s; "metrics METRICS MARKS": it becomes
+     * {@link #METRICS} on the unix socket METRICS (until SIGTERM, its default action). It prints no RESULT line.
      */
     private static final String BACKEND = """
             #!/usr/bin/env bash
@@ -33,25 +34,85 @@ final class StandInBackEnds {
             [ "${3:-}" != die ] || (setsid bash -c "sleep 0.3; kill -KILL $$" </dev/null >/dev/null 2>&1 &)
             [ "${3:-}" != slow ] || sleep 1.5
             python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1"
+            [ "${3:-}" != metrics ] || exec python3 "$(dirname "$0")/stand-in-metrics.py" "$4" "$1.rx" "$5"
             trap 'exit 0' TERM
             while :; do sleep 0.1; done
             """;
 
     /**
+     * The "metrics" back-end's endpoint (python3 METRICS COUNTER MARKS): answers each request with one
+     * {@code virtio4j_good_packets_total{direction="rx"}} sample, the frames the stand-in driver wrote into COUNTER
+     * (the back-end's vhost-user socket path + ".rx"), after appending "scrape " and the request's target to MARKS.
+     */
+    private static final String METRICS = """
+            import socket, sys
+            path, counter, marks = sys.argv[1:4]
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(path)
+            server.listen(16)
+            while True:
+                c, _ = server.accept()
+                try:
+                    request = c.recv(65536).decode()
+                    if not request:
+                        continue
+                    with open(marks, "a") as m:
+                        m.write("scrape " + request.split(" ")[1] + "\\n")
+                    try:
+                        with open(counter) as f:
+                            n = int(f.read())
+                    except (FileNotFoundError, ValueError):
+                        n = 0
+                    body = ('virtio4j_good_packets_total{queue="0",direction="rx"} %d\\n' % n).encode()
+                    c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n" % len(body) + body)
+                except OSError:
+                    pass
+                finally:
+                    c.close()
+            """;
+
+    /**
      * The driver (for {@code --driver}): called with testpmd-virtio-user.sh's options, {@code --socket PATH} first;
-     * fails unless PATH is a socket, appends "drive" to the file %s and prints a RESULT line of 1000 frames sent.
+     * fails unless PATH is a socket, appends "drive" to the file %1$s and its PID to %1$s.pids, and adds the frames it
+     * "sends" to the counter file PATH.rx that a "metrics" back-end reports. Without {@code --ready-file} it sends 1000
+     * frames at once. With {@code --ready-file F} (bench-dpdk-vhost.sh --windows) it touches F and sends 1000 frames
+     * every 50 ms until SIGUSR1 or --duration s. Its RESULT line says what it sent, plus $STAND_IN_DRIVER_EXTRA (a
+     * miscount, to make the counts disagree).
      */
     private static final String DRIVER = """
             #!/usr/bin/env bash
             [ "$1" = --socket ] && [ -S "$2" ] || { echo "no socket in $*" >&2; exit 3; }
-            echo drive >>'%s'
-            echo "RESULT role=virtio-user TX-packets=1000 RX-packets=0 TX-dropped=0 TX-pps=500 win-TX-packets=500 cpu=1.00"
+            sock=$2 duration=1 ready=''
+            while [ $# -gt 1 ]; do
+              case $1 in --duration) duration=$2 ;; --ready-file) ready=$2 ;; esac
+              shift 2
+            done
+            echo drive >>'%1$s'
+            echo $$ >>'%1$s.pids'
+            stop=0
+            trap 'stop=1' USR1
+            n0=$(cat "$sock.rx" 2>/dev/null || echo 0) n=0 end=$((SECONDS + ${duration%%.*} + 1)) t0=$SECONDS
+            count() { echo $((n0 + n)) >"$sock.rx.tmp"; mv "$sock.rx.tmp" "$sock.rx"; }
+            if [ -z "$ready" ]; then
+              n=1000
+              count
+            else
+              touch "$ready"
+              while [ "$stop" = 0 ] && [ "$SECONDS" -lt "$end" ]; do
+                n=$((n + 1000))
+                count
+                sleep 0.05 &
+                wait $! || true
+              done
+            fi
+            echo "RESULT role=virtio-user window_s=$((SECONDS - t0)).00 TX-packets=$((n + ${STAND_IN_DRIVER_EXTRA:-0})) RX-packets=0 TX-dropped=7 TX-pps=500 win-TX-packets=500 cpu=1.00"
             """;
 
     /** Writes the back-end into {@code dir}; returns its command line, to be followed by its arguments. */
     static String write(Path dir) throws IOException {
         Path p = dir.resolve("stand-in-backend.sh");
         Files.writeString(p, BACKEND);
+        Files.writeString(dir.resolve("stand-in-metrics.py"), METRICS);
         return "bash " + p;
     }
 
