@@ -56,10 +56,33 @@
 # started), and one BACKEND line per JVM (backend=A) counts A's and B's frames. Without --b-on/--b-off and
 # --b-scrape-every B is A again: the ratio must come out ~1.
 #
+# --persistent --same-backend --windows W: A and B inside one connection. Each new front-end connection maps new guest
+# memory and sets a JVM back-end's JIT to work again (uncommon traps at every connection), so that --same-backend's runs
+# still jump between rates from one driver run to the next. Here, per JVM (restarted every --restart-every reps, warmed
+# by --backend-warmup runs as above) and size, ONE driver run holds that JVM's reps as windows of W s, A and B, AB then
+# BA, ... (as above): the driver is started (after the busy % sample and the probe) with a --duration it will not reach
+# and --ready-file, forwards --warmup s, then the windows follow, then SIGUSR1 ends its window (testpmd-virtio-user.sh:
+# stats, stop, drain, RESULT). A window's rate is the back-end's own: the delta of virtio4j_good_packets_total{direction=
+# "rx"} scraped from {metrics} at its start and end, over the time between the two scrapes' answers (CLOCK_MONOTONIC,
+# read from a python3 coprocess: no fork at a window's edge). A window: nothing between its two scrapes. B window: --b-on
+# and --settle S (default 0.5: a jcmd attaches a thread to the JVM and takes ~0.5 s of CPU) before its first scrape,
+# the --b-scrape-every scraper between the two, --b-off and --settle s after its last. The back-end and the driver run
+# on meanwhile: frames sent in the warm-up and the gaps count only in the exact check, which wants the driver's final
+# TX-packets equal to the counter's delta from before the driver started to after it ended (its drain included) and,
+# as above, the BACKEND line's RESULT equal to every frame sent into that JVM. The figure is the back-end's receive
+# rate while the driver finds the ring full: the DRIVER line's tx_ring_full (frames txonly could not place) must be
+# large, else (0: a WARNING) the rates are the driver's. --windows needs {metrics} in --backend-a and no --duration.
+#
 # Output: one "RUN ..." line per run, then per size "SUMMARY size=.. A_median_pps=.. A_min=.. A_max=..
 # B_median_pps=.. B_min=.. B_max=.. ratio_B_over_A=.. paired_ratio_min=.. paired_ratio_max=..".
 # --persistent adds jvm=N, order=AB|BA, other_cpu= and other_state= to each RUN line (--same-backend: other_*=na, and
-# toggle=off|on for A|B and scrapes=N, the scrapes answered during the run's driver), a "BACKEND jvm=N
+# toggle=off|on for A|B and scrapes=N, the scrapes answered during the run's driver). --windows: one RUN line per window,
+# "RUN size= rep= jvm= order= backend=A|B toggle=off|on pps= frames= seconds= scrapes= backend_cpu= driver_cpu=
+# busy_before=na probe_ns=na" (the CPU shares over the window from the processes' clock ticks, 10 ms apart; the busy %
+# takes 1 s of sampling and the probe both CPUs, so neither is taken between windows), and per JVM and size "DRIVER
+# size= jvm= reps= tx_total= backend_rx= exact= driver_pps= window_s= windows_s= tx_ring_full= driver_cpu= busy_before=
+# probe_ns=before/after" (driver_pps, window_s, driver_cpu: the driver's over its window, from its warm-up to SIGUSR1;
+# windows_s: ours, a failure when the driver's ended more than 1 s earlier). All: a "BACKEND jvm=N
 # backend=A|B rx_total= driver_tx_total= exact=" line per back-end stopped, and per size, from
 # `virtio4j paired` (B/A as the geometric mean of per-rep ratios, 95% t interval, half-width in %):
 #   SUMMARY size=S jvm=N figure=pps pairs=K ...       JVM pair N's K reps (--restart-every; 0: --reps)
@@ -104,6 +127,9 @@
 #   --b-off CMD          with --b-on: run after each B run, e.g. "jcmd {pid} JFR.stop name=cost | grep 'Stopped recording'"
 #   --b-scrape-every S   with --same-backend and {metrics} in --backend-a: scrape it every S s (0.001-3600) while a
 #                        B run's driver runs; a scrape not answered 200 counts as a failure
+#   --windows W          with --same-backend and {metrics} in --backend-a: per JVM and size one driver run, its reps
+#                        as A and B windows of W s (> 0) rated by the back-end's counter (see above); no --duration
+#   --settle S           with --windows: seconds after each --b-on and --b-off before the next scrape (default 0.5)
 #   --driver PROGRAM     the virtio-user driver, called with testpmd-virtio-user.sh's options (default: that
 #                        script; the stand-in tests give one that needs no DPDK)
 #   --v4j CMD            the virtio4j command line for the statistics (default: this checkout's ./virtio4j)
