@@ -23,15 +23,16 @@ final class StandInBackEnds {
     /**
      * The back-end: records "ROOT CHILD" PIDs in $2, creates the socket $1 and waits for SIGTERM, on which it exits
      * without its child, which runs in a session of its own as testpmd-vhost.sh's testpmd does (what a wrapper killed
-     * after the grace period leaves). "die" as $3: it is SIGKILLed 0.3 s after its start by a process outside its tree
-     * (the harness does not stop that one); "slow": its socket comes after 1.5 s; "metrics METRICS MARKS": it becomes
+     * after the grace period leaves). "die" as $3: it is SIGKILLed once the harness stopped it (SIGSTOP) by a process
+     * outside its tree (the harness does not stop that one; a fixed delay instead let a loaded machine kill it before
+     * the harness first saw its tree, whose child then outlived the bench); "slow": its socket comes after 1.5 s; "metrics METRICS MARKS": it becomes
      * {@link #METRICS} on the unix socket METRICS (until SIGTERM, its default action). It prints no RESULT line.
      */
     private static final String BACKEND = """
             #!/usr/bin/env bash
             setsid sleep 600 </dev/null >/dev/null 2>&1 &
             echo "$$ $!" >>"$2"
-            [ "${3:-}" != die ] || (setsid bash -c "sleep 0.3; kill -KILL $$" </dev/null >/dev/null 2>&1 &)
+            [ "${3:-}" != die ] || (setsid bash -c "until grep -q 'T (stopped)' /proc/$$/status; do sleep 0.05; done; kill -KILL $$" </dev/null >/dev/null 2>&1 &)
             [ "${3:-}" != slow ] || sleep 1.5
             python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1"
             [ "${3:-}" != metrics ] || exec python3 "$(dirname "$0")/stand-in-metrics.py" "$4" "$1.rx" "$5"
