@@ -131,7 +131,8 @@
 #                        as A and B windows of W s (> 0) rated by the back-end's counter (see above); no --duration
 #   --settle S           with --windows: seconds after each --b-on and --b-off before the next scrape (default 0.5)
 #   --driver PROGRAM     the virtio-user driver, called with testpmd-virtio-user.sh's options (default: that
-#                        script; the stand-in tests give one that needs no DPDK)
+#                        script; the stand-in tests give one that needs no DPDK); with --windows it also gets
+#                        --ready-file, and SIGUSR1 must end its window
 #   --v4j CMD            the virtio4j command line for the statistics (default: this checkout's ./virtio4j)
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -618,6 +619,7 @@ window() {
 run_slot() {
   local first=$1 n=$reps b p0 p1 m_start t_start span tx brx exact=yes rc=0 bound i order x
   [ "$restart_every" = 0 ] || n=$restart_every
+  REP=start
   kept_alive A
   b=$(peers_busy_wait "$idle_pct" "$idle_timeout")
   p0=$(probe)
@@ -644,7 +646,7 @@ run_slot() {
   driver_alive
   mono
   span=$(awk -v a="$t_start" -v b="$MONO" 'BEGIN { printf "%.2f", b - a }')
-  kill -USR1 "$DRIVER_PID"
+  kill -USR1 "$DRIVER_PID" 2>/dev/null || true   # gone meanwhile: its status and RESULT say how it ended
   wait "$DRIVER_PID" || rc=$?
   DRIVER_PID=''
   RES=$(grep '^RESULT ' "$work/driver.out" | tail -n 1 || true)

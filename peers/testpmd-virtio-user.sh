@@ -235,11 +235,12 @@ else
   a=$(tp_show_stats 10) || peers_die "testpmd died"
   t0=$(peers_now)
   c0=$(peers_cputicks "$TP_PID")
-  # in the background: bash runs a trap only once the foreground command ended, and wait returns on a signal
+  # in the background: bash runs a trap only once the foreground command ended, and wait returns on a signal; in a
+  # group of its own registered for cleanup, so that a SIGTERM meanwhile (exit 143) leaves no sleep behind
   if [ "$usr1" = 0 ]; then
-    sleep "$duration" &
-    wait "$!" || true
-    kill "$!" 2>/dev/null || true
+    peers_spawn sleep "$duration"
+    wait "$PEERS_LAST_PID" || true
+    kill "$PEERS_LAST_PID" 2>/dev/null || true
   fi
   b=$(tp_show_stats 10) || peers_die "testpmd died"
   c1=$(peers_cputicks "$TP_PID")
