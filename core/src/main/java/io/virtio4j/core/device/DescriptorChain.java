@@ -74,7 +74,13 @@ public final class DescriptorChain {
     }
 
     void add(MemorySegment seg, long off, long len, boolean writable) {
-        region[count] = seg;
+        // Stored only when it changes: almost always it is the segment already there (guest memory is a few regions,
+        // each one segment object), and a reference store into this array, once the array is in G1's old generation
+        // and the segment is not in its heap region, runs the card-marking post barrier, a StoreLoad fence included
+        // (a locked instruction on x86), on every pop. A load and a compare cost less.
+        if (region[count] != seg) {
+            region[count] = seg;
+        }
         offset[count] = off;
         length[count] = len;
         count++;

@@ -133,7 +133,14 @@ final class ReflectorWorker implements PairWork {
                         other = c;
                         break;
                     }
-                    batchRegion[k] = c.region(0);
+                    MemorySegment region = c.region(0);
+                    // Stored only when it changes, and never cleared below: a reference store into this long-lived
+                    // array runs G1's card-marking post barrier, a StoreLoad fence included, per frame (see
+                    // DescriptorChain.add). A stale entry past the batch's end is never read, and only keeps a
+                    // segment object reachable, not its memory mapped.
+                    if (batchRegion[k] != region) {
+                        batchRegion[k] = region;
+                    }
                     batchOffset[k] = c.offset(0);
                     batchLength[k] = c.length(0);
                     batchHead[k] = c.head();
@@ -148,7 +155,6 @@ final class ReflectorWorker implements PairWork {
                 touchSink += touched; // kept, so that the loads above are not optimised away
                 for (int i = 0; i < k; i++) {
                     serve(q, r, back, batchHead[i], batchRegion[i], batchOffset[i], batchLength[i], null);
-                    batchRegion[i] = null;
                 }
                 n += k;
                 unpublished += k;
