@@ -388,7 +388,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
             }
         }
         int start = line(nextAvail, availWrap);
-        int end = walk(ring, nextAvail, availWrap, flags);
+        int end = walkOrSingle(flags);
         int id = chain.head();
         int slots = distance(start, end);
         // The used position trails the available one by the slots outstanding; a correct driver never has more
@@ -523,6 +523,28 @@ public final class PackedDeviceQueue implements DeviceQueue {
     }
 
     /**
+     * {@link #walk} of the descriptor ring from the next slot (flags {@code flags}, known available) for any list; a
+     * descriptor without NEXT or INDIRECT (a buffer of one descriptor: what most drivers post for a transmitted
+     * frame) is taken here with the same checks, in code small enough for C2 to inline into {@link #pop}: {@link #walk}
+     * is far above its inlining limit for hot methods (FreqInlineSize, 325 bytes of bytecode), so it costs a call
+     * per buffer.
+     */
+    private int walkOrSingle(int flags) {
+        if ((flags & (DESC_F_NEXT | DESC_F_INDIRECT)) != 0) {
+            return walk(ring, nextAvail, availWrap, flags);
+        }
+        int slot = nextAvail;
+        chain.reset(0);
+        long addr = PackedDescriptors.addr(ring, slot);
+        long lenId = PackedDescriptors.lenId(ring, slot); // len and id in one checked access
+        long len = PackedDescriptors.lenOf(lenId);
+        checkElementLength(false, slot, len);
+        addElement(addr, len, (flags & DESC_F_WRITE) != 0, false, slot);
+        chain.setHead(checkedId(slot, lenId));
+        return advance(line(slot, availWrap), 1);
+    }
+
+    /**
      * Reads the list whose first descriptor is at {@code startSlot} of {@code ring} (flags {@code flags}, already
      * known available) into the chain and sets its id; returns the line position just past the list. Changes no
      * queue state. The ring is the descriptor ring, or the scratch ring a buffer resubmitted from the inflight
@@ -581,6 +603,12 @@ public final class PackedDeviceQueue implements DeviceQueue {
                         "the list continues into a slot that is not available (wrap counter " + (wrap ? 1 : 0) + ")"));
             }
         }
+        chain.setHead(checkedId(slot, lenId));
+        return advance(line(slot, wrap), 1);
+    }
+
+    /** The buffer id in the len/id word of a list's last descriptor at {@code slot}: below the size, not in flight. */
+    private int checkedId(int slot, long lenId) {
         int id = PackedDescriptors.idOf(lenId);
         if (id >= size) {
             throw breakWith(new InvalidDescriptorIndexException(field(false, slot, "id"), id,
@@ -590,8 +618,7 @@ public final class PackedDeviceQueue implements DeviceQueue {
             throw breakWith(new InvalidDescriptorIndexException(field(false, slot, "id"), id,
                     "buffer id is already in flight (made available twice)"));
         }
-        chain.setHead(id);
-        return advance(line(slot, wrap), 1);
+        return id;
     }
 
     /** The indirect table of the descriptor at {@code slot}: {@code len / 16} packed descriptors in a row. */

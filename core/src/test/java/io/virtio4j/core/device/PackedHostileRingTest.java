@@ -162,6 +162,38 @@ class PackedHostileRingTest {
         }
     }
 
+    /**
+     * A line of four available one-descriptor buffers (the batched check vouches for their flags only) whose third
+     * is bad: the first two pop, the third is refused as a lone buffer would be, naming its slot's field and value.
+     */
+    private <T extends RingViolationException> void badThirdOfALine(PackedHostileRing.Elem third, int thirdId,
+                                                                    Class<T> type, String field, long value) {
+        try (PackedHostileRing eight = new PackedHostileRing(8, DeviceOptions.defaults())) {
+            eight.add(0, r(DATA, 8));
+            eight.add(1, w(DATA + 64, 8));
+            eight.add(thirdId, third);
+            eight.add(3, r(DATA + 192, 8));
+            assertEquals(0, eight.device.pop().head());
+            assertEquals(1, eight.device.pop().head());
+            assertViolation(eight, type, field, value);
+        }
+    }
+
+    @Test
+    void aBatchedBufferWithAnIdNotBelowTheQueueSize() {
+        badThirdOfALine(r(DATA + 128, 8), 8, InvalidDescriptorIndexException.class, "desc[2].id", 8);
+    }
+
+    @Test
+    void aBatchedBufferOfLengthZero() {
+        badThirdOfALine(w(DATA + 128, 0), 2, ZeroLengthElementException.class, "desc[2].len", 0);
+    }
+
+    @Test
+    void aBatchedBufferOutsideGuestMemory() {
+        badThirdOfALine(r(GUEST_BYTES - 4, 8), 2, AddressOutOfRangeException.class, "desc[2].addr", GUEST_BYTES - 4);
+    }
+
     // ---- AVAIL/USED bits ----
 
     @Test
