@@ -387,6 +387,17 @@ public final class PackedDeviceQueue implements DeviceQueue {
                 return null;
             }
         }
+        return popNext(flags);
+    }
+
+    /**
+     * Pops the buffer at the next slot, whose flags {@code flags} show it available. Apart from {@link #pop} for the
+     * JIT: C2 weighs a call site by how often it ran per call of the method that holds it, and a polling device calls
+     * pop far more often on an empty ring than it pops (millions of times while a driver is still starting up); with
+     * this work inside pop, its callees looked rare there ("low call site frequency") and were left as calls,
+     * depending on how long the ring had been empty when pop was compiled. Here every call pops.
+     */
+    private DescriptorChain popNext(int flags) {
         int start = line(nextAvail, availWrap);
         int end = walkOrSingle(flags);
         int id = chain.head();

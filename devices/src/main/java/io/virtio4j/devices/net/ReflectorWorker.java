@@ -111,6 +111,29 @@ final class ReflectorWorker implements PairWork {
             return 0;
         }
         DeviceQueue q = t.queue();
+        DescriptorChain first;
+        try {
+            first = q.pop();
+        } catch (VirtqueueException e) {
+            LOG.warning("queue pair " + pair + ": transmit queue " + t.index() + " broken: " + e.getMessage());
+            first = null;
+        }
+        if (first == null) {
+            foldCounts();
+            return 0;
+        }
+        return pass(t, q, first);
+    }
+
+    /**
+     * A pass that has a frame, {@code first}, just popped from {@code q}. Apart from {@link #doWork} for the JIT: C2
+     * weighs a call site by how often it ran per call of the method that holds it, and a polling thread calls doWork
+     * far more often on an empty ring than it serves a frame (millions of times while a driver is still starting
+     * up); with the frame loop inside doWork, the per-frame calls looked rare there ("low call site frequency") and
+     * were left as calls or not, depending on how long the ring had been empty when doWork was compiled: one
+     * reason `serve net` JVMs ran at one of two rates. Here every call serves at least one frame.
+     */
+    private int pass(QueueContext t, DeviceQueue q, DescriptorChain first) {
         // Whether frames go back at all, read once per pass (both flags are volatile, written by the control
         // thread on SET_VRING_ENABLE); a pass is bounded by the weight, so a change is seen a pass later at most.
         QueueContext r = queues.rx;
@@ -127,8 +150,12 @@ final class ReflectorWorker implements PairWork {
                 // after it, from the chain itself, so pushes stay in pop order (IN_ORDER needs that).
                 int k = 0;
                 DescriptorChain other = null;
-                DescriptorChain c;
-                while (k < BATCH && n + k < weight && (c = q.pop()) != null) {
+                while (k < BATCH && n + k < weight) {
+                    DescriptorChain c = first != null ? first : q.pop();
+                    first = null;
+                    if (c == null) {
+                        break;
+                    }
                     if (c.count() != 1 || c.readableCount() != 1) {
                         other = c;
                         break;
