@@ -129,9 +129,10 @@ final class ReflectorWorker implements PairWork {
      * A pass that has a frame, {@code first}, just popped from {@code q}. Apart from {@link #doWork} for the JIT: C2
      * weighs a call site by how often it ran per call of the method that holds it, and a polling thread calls doWork
      * far more often on an empty ring than it serves a frame (millions of times while a driver is still starting
-     * up); with the frame loop inside doWork, the per-frame calls looked rare there ("low call site frequency") and
-     * were left as calls or not, depending on how long the ring had been empty when doWork was compiled: one
-     * reason `serve net` JVMs ran at one of two rates. Here every call serves at least one frame.
+     * up); with the frame loop inside doWork, the per-frame calls looked rare there and were left as calls or not,
+     * depending on how long the ring had been empty when doWork was compiled (a JIT log showed three
+     * DescriptorChain.check calls refused for "low call site frequency"): one candidate for why `serve net` JVMs
+     * run at one of two rates. Here every call serves at least one frame.
      */
     private int pass(QueueContext t, DeviceQueue q, DescriptorChain first) {
         // Whether frames go back at all, read once per pass (both flags are volatile, written by the control
@@ -251,10 +252,12 @@ final class ReflectorWorker implements PairWork {
             txCounts.drop();
         } else {
             // Copy the frame out before using it: the guest may rewrite its buffer at any moment. The header is only
-            // needed when the frame goes back (RxDelivery reads its flags and gso_type), and copying it apart keeps
-            // the frame's copy at the frame's size: 64 bytes stay under the JDK's threshold for a native memcpy
-            // call, 76 at once do not (header and frame in one copy cost 14% of the receive rate of 64-byte frames
-            // from DPDK's virtio-user, measured A/B interleaved).
+            // needed when the frame goes back (RxDelivery reads its flags and gso_type), so it is copied apart, and
+            // only then (header and frame in one copy cost 14% of the receive rate of 64-byte frames from DPDK's
+            // virtio-user, measured A/B interleaved; not for the reason once given here: JDK 25's
+            // SegmentBulkOperations copies inline only below 64 bytes, so 64 and 76 both go through its native
+            // stub). Two inline halves of a 64-byte frame measured slower than the stub call (B/A 0.81 [0.54, 1.22]
+            // over 4 JVM pairs, 7 of 8 reps lower, DPDK virtio-user packed in_order=1 64 B, 13:23 UTC 2026-12-01).
             if (chain == null) {
                 MemorySegment.copy(region, offset + NetFeatures.HDR_LEN, frame, NetFeatures.HDR_LEN, len);
             } else {
