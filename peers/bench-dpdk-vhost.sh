@@ -376,7 +376,7 @@ scrape_rx() {
   [ -n "$m" ] || return 0
   text=$(curl -sf --max-time 10 --unix-socket "$m" http://localhost/metrics) || peers_die "backend $1: no answer from its metrics at $m at $(at)"
   M=$(awk '/^virtio4j_good_packets_total\{/ && /direction="rx"/ { s += $NF; n++ }
-    END { if (n == 0) exit 1; printf "%d\n", s }' <<<"$text") || peers_die "backend $1: no virtio4j_good_packets_total{direction=\"rx\"} at $m at $(at)"
+    END { if (n == 0) exit 1; printf "%.0f\n", s }' <<<"$text") || peers_die "backend $1: no virtio4j_good_packets_total{direction=\"rx\"} at $m at $(at)"
 }
 
 start_kept() {   # start_kept X TEMPLATE

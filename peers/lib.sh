@@ -341,7 +341,7 @@ tp_parse_block() {
       }
       if ($1 == "Tx-pps:") {
         inb = 0
-        s = sprintf("RX-packets=%d RX-missed=%d RX-bytes=%d RX-errors=%d RX-nombuf=%d TX-packets=%d TX-errors=%d TX-bytes=%d Rx-pps=%d Tx-pps=%d",
+        s = sprintf("RX-packets=%.0f RX-missed=%.0f RX-bytes=%.0f RX-errors=%.0f RX-nombuf=%.0f TX-packets=%.0f TX-errors=%.0f TX-bytes=%.0f Rx-pps=%.0f Tx-pps=%.0f",
           v["RX-packets"], v["RX-missed"], v["RX-bytes"], v["RX-errors"], v["RX-nombuf"],
           v["TX-packets"], v["TX-errors"], v["TX-bytes"], v["Rx-pps"], v["Tx-pps"])
         b[blk] = s; last = s
@@ -357,7 +357,7 @@ tp_parse_fwd() {
     /Accumulated forward statistics/ { inb = 1; n = 0; next }
     inb && /RX-packets:/ { rx = $2; rxd = $4 }
     inb && /TX-packets:/ { tx = $2; txd = $4; inb = 0; got = 1 }
-    END { if (got) printf "FWD-RX-packets=%d FWD-RX-dropped=%d FWD-TX-packets=%d FWD-TX-dropped=%d\n", rx, rxd, tx, txd }
+    END { if (got) printf "FWD-RX-packets=%.0f FWD-RX-dropped=%.0f FWD-TX-packets=%.0f FWD-TX-dropped=%.0f\n", rx, rxd, tx, txd }
   ' "$1"
 }
 
@@ -368,7 +368,7 @@ tp_parse_fwd_sum() {
     /Accumulated forward statistics/ { inb = 1; next }
     inb && /RX-packets:/ { rx += $2; rxd += $4 }
     inb && /TX-packets:/ { tx += $2; txd += $4; inb = 0 }
-    END { printf "FWD-RX-packets=%d FWD-RX-dropped=%d FWD-TX-packets=%d FWD-TX-dropped=%d\n", rx, rxd, tx, txd }
+    END { printf "FWD-RX-packets=%.0f FWD-RX-dropped=%.0f FWD-TX-packets=%.0f FWD-TX-dropped=%.0f\n", rx, rxd, tx, txd }
   ' "$1"
 }
 

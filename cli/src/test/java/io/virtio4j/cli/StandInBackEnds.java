@@ -43,11 +43,13 @@ final class StandInBackEnds {
     /**
      * The "metrics" back-end's endpoint (python3 METRICS COUNTER MARKS): answers each request with one
      * {@code virtio4j_good_packets_total{direction="rx"}} sample, the frames the stand-in driver wrote into COUNTER
-     * (the back-end's vhost-user socket path + ".rx"), after appending "scrape " and the request's target to MARKS.
+     * (the back-end's vhost-user socket path + ".rx") plus $STAND_IN_METRICS_OFFSET (a back-end that has counted
+     * for a while), after appending "scrape " and the request's target to MARKS.
      */
     private static final String METRICS = """
-            import socket, sys
+            import os, socket, sys
             path, counter, marks = sys.argv[1:4]
+            offset = int(os.environ.get("STAND_IN_METRICS_OFFSET", "0"))
             server = socket.socket(socket.AF_UNIX)
             server.bind(path)
             server.listen(16)
@@ -64,7 +66,7 @@ final class StandInBackEnds {
                             n = int(f.read())
                     except (FileNotFoundError, ValueError):
                         n = 0
-                    body = ('virtio4j_good_packets_total{queue="0",direction="rx"} %d\\n' % n).encode()
+                    body = ('virtio4j_good_packets_total{queue="0",direction="rx"} %d\\n' % (n + offset)).encode()
                     c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n" % len(body) + body)
                 except OSError:
                     pass
