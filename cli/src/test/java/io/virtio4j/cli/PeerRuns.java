@@ -24,6 +24,11 @@ final class PeerRuns {
             return output.lines().filter(l -> l.startsWith(prefix)).reduce((a, b) -> b)
                     .orElseThrow(() -> new AssertionError("no " + prefix + " line in\n" + output));
         }
+
+        /** Every line that starts with {@code prefix}, in order (e.g. "RUN ": one per run or window). */
+        java.util.List<String> lines(String prefix) {
+            return output.lines().filter(l -> l.startsWith(prefix)).toList();
+        }
     }
 
     /** The repository's root (the tests run in the cli module's directory). */
@@ -48,6 +53,18 @@ final class PeerRuns {
     /** The number after {@code key=} in a {@code RESULT key=value ...} line. */
     static long field(String line, String key) {
         return Long.parseLong(word(line, key));
+    }
+
+    /**
+     * bench-dpdk-vhost.sh --same-backend: a B run (or window) was scraped at least once during its window by
+     * --b-scrape-every, an A run never.
+     */
+    static void scrapedInBRunsOnly(String run) {
+        if (word(run, "backend").equals("B")) {
+            assertTrue(field(run, "scrapes") >= 1, run);
+        } else {
+            org.junit.jupiter.api.Assertions.assertEquals(0, field(run, "scrapes"), run);
+        }
     }
 
     /** The value after {@code key=} in a line of {@code key=value} words. */
