@@ -26,6 +26,8 @@ import java.util.Map;
  * @param delayedInterrupt driver arms used-buffer notifications with enableCallbacksDelayedOrFindPending
  * @param barriers         WEAK or STRONG, both sides
  * @param availPublish     driver's avail.idx publication policy
+ * @param reclaim          when a stream run's driver takes used buffers back: after every round of adds, or only
+ *                         after a round that could not add a whole batch ({@link Reclaim})
  * @param cachedAvail      device caches the avail index read while re-enabling kicks
  * @param mode             POLL, NOTIFY or HYBRID, both sides
  * @param toggleNotify     device disables and re-enables kicks around every pop (forced-path experiment)
@@ -54,7 +56,7 @@ import java.util.Map;
  */
 public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, int bufSize, int chain,
                           boolean indirect, boolean eventIdx, boolean inOrder, boolean delayedInterrupt,
-                          Ordering barriers, AvailPublication availPublish, boolean cachedAvail, NotificationMode mode,
+                          Ordering barriers, AvailPublication availPublish, Reclaim reclaim, boolean cachedAvail, NotificationMode mode,
                           boolean toggleNotify, long hybridSpinNanos, boolean verify, int driverCpu, int deviceCpu,
                           boolean inflight, boolean dirtyLog, TrafficPattern pattern,
                           boolean flightRecording, String flightRecordingSettings) {
@@ -102,6 +104,9 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
         if (pattern == null) {
             throw new InvalidBenchOptionException("%s is required", "pattern");
         }
+        if (reclaim == null) {
+            throw new InvalidBenchOptionException("%s is required", "reclaim");
+        }
         if (pattern == TrafficPattern.RR) {
             // one buffer in flight: a batch larger than 1 could never fill, and the device would publish its one
             // answer only after finding the ring empty, an extra load on the critical path
@@ -123,7 +128,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
 
     public static BenchConfig defaults() {
         return new BenchConfig(2_000_000, 256, RingFormat.SPLIT, 64, 64, 1, false, true, false, false,
-                Ordering.WEAK, AvailPublication.EAGER, true, NotificationMode.POLL, false, 50_000, false, 0, 1, false,
+                Ordering.WEAK, AvailPublication.EAGER, Reclaim.LAZY, true, NotificationMode.POLL, false, 50_000, false, 0, 1, false,
                 false, TrafficPattern.STREAM, false, "default");
     }
 
@@ -174,6 +179,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
         m.put("delayed-interrupt", Boolean.toString(delayedInterrupt));
         m.put("barriers", barriers.name().toLowerCase(Locale.ROOT));
         m.put("avail-publish", availPublish.name().toLowerCase(Locale.ROOT));
+        m.put("reclaim", reclaim.name().toLowerCase(Locale.ROOT));
         m.put("cached-avail", cachedAvail ? "on" : "off");
         m.put("notify", mode.name().toLowerCase(Locale.ROOT));
         m.put("toggle-notify", Boolean.toString(toggleNotify));
@@ -203,6 +209,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 bool(m, "delayed-interrupt"),
                 enumOf(Ordering.class, m, "barriers"),
                 enumOf(AvailPublication.class, m, "avail-publish"),
+                enumOf(Reclaim.class, m, "reclaim"),
                 bool(m, "cached-avail"),
                 enumOf(NotificationMode.class, m, "notify"),
                 bool(m, "toggle-notify"),
@@ -243,6 +250,7 @@ public record BenchConfig(long bufs, int ringSize, RingFormat ring, int batch, i
                 + (indirect ? " indirect" : "") + ", notify " + mode.name().toLowerCase(Locale.ROOT)
                 + ", barriers " + barriers.name().toLowerCase(Locale.ROOT)
                 + ", avail-publish " + availPublish.name().toLowerCase(Locale.ROOT)
+                + (pattern == TrafficPattern.STREAM ? ", reclaim " + reclaim.name().toLowerCase(Locale.ROOT) : "")
                 + ", cached-avail " + (cachedAvail ? "on" : "off")
                 + ", event-idx " + (eventIdx ? "on" : "off")
                 + ", in-order " + (inOrder ? "on" : "off")

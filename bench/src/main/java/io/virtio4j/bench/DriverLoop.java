@@ -11,8 +11,8 @@ import java.lang.management.ManagementFactory;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The driver side of a benchmark run. {@link TrafficPattern#STREAM}: adds up to {@code batch} buffers, kicks, reaps,
- * and waits (spin, sleep on used-buffer notifications, or both) only when it could do neither.
+ * The driver side of a benchmark run. {@link TrafficPattern#STREAM}: adds up to {@code batch} buffers, kicks, reaps
+ * (after every round, or only after a round short of a batch: {@link Reclaim}), and waits (spin, sleep on used-buffer notifications, or both) only when it could do neither.
  * {@link TrafficPattern#RR}: one transaction at a time, each request's round trip recorded and its answer checked.
  */
 final class DriverLoop {
@@ -57,6 +57,7 @@ final class DriverLoop {
         long total = cfg.bufs();
         int batch = cfg.batch();
         int needed = cfg.indirect() ? 1 : elements;
+        boolean eagerReclaim = cfg.reclaim() == Reclaim.EAGER;
         driver.disableCallbacks();
 
         // made before the measured part, which allocates nothing
@@ -92,9 +93,12 @@ final class DriverLoop {
                 if (added > 0) {
                     driver.kick();
                 }
+                // Reclaim.LAZY: take buffers back only when this round came up short of a batch (no room left, or
+                // nothing left to start); a round that added a whole batch leaves used.idx alone, so the device
+                // stores it with no load of ours pulling the line away in between (see Reclaim)
                 int reaped = 0;
                 Object t;
-                while ((t = driver.pollUsed()) != null) {
+                while ((eagerReclaim || added < batch) && (t = driver.pollUsed()) != null) {
                     int slot = (Integer) t;
                     if (expect != null) {
                         checkEcho(slot, expect[slot]);

@@ -105,7 +105,10 @@ public record Experiment(String id, String lesson, String claim, BenchConfig bas
      * wake-ups), so that its runs last about as long as a stream run's.
      */
     public static List<Experiment> all(long bufs) {
-        BenchConfig d = BenchConfig.defaults().with("bufs", Long.toString(bufs));
+        // The claims' drivers (virtio_test, ringtest, Linux virtio-net) take used buffers back after every round of
+        // adds: reclaim eager, not the bench's default (which would change every row's background, the chase between
+        // the two sides that several lessons are about).
+        BenchConfig d = BenchConfig.defaults().with("bufs", Long.toString(bufs)).with("reclaim", "eager");
         BenchConfig notify64 = d.with("notify", "notify").with("batch", "64");
         BenchConfig poll = d.with("notify", "poll").with("batch", "64");
         BenchConfig rrPoll = d.with("bufs", Long.toString(Math.max(1, bufs / 10))).requestResponse();

@@ -31,6 +31,8 @@ class ExperimentRowsTest {
             a.remove(e.key());
             b.remove(e.key());
             assertEquals(a, b, e.id());
+            // the claims' drivers take used buffers back after every round, whatever the bench's default
+            assertEquals(Reclaim.EAGER, e.configA().reclaim(), e.id());
             // a request-response transaction is a whole round trip: fewer of them a run, fewer still sleeping
             long bufs = e.base().pattern() == TrafficPattern.STREAM ? 1000
                     : e.base().mode() == NotificationMode.POLL ? 100 : 10;
@@ -131,7 +133,7 @@ class ExperimentRowsTest {
             assertTrue(e.claim().contains("vhost-net") && e.claim().contains("serve net rxonly"),
                     "the text says how the set-up differs from the claim's: " + e.claim());
             // every option the row sets is one its runs follow, or the run would refuse it
-            BenchConfig.defaults().toMap().forEach((option, value) -> assertTrue(
+            VhostUserTxBench.TAKEN.toMap().forEach((option, value) -> assertTrue(
                     VhostUserTxBench.FOLLOWED.contains(option) || option.equals("bufs")
                             || value.equals(e.base().toMap().get(option)), e.id() + ": " + option));
         }

@@ -8,6 +8,7 @@ import io.virtio4j.bench.BenchRunner;
 import io.virtio4j.bench.InvalidBenchOptionException;
 import io.virtio4j.bench.TwoProcessBenchmark;
 import io.virtio4j.bench.RunResult;
+import io.virtio4j.bench.Reclaim;
 import io.virtio4j.bench.TrafficPattern;
 import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.core.policy.AvailPublication;
@@ -90,6 +91,11 @@ public final class BenchCommand implements Callable<Integer> {
     Ordering barriers = D.barriers();
     @Option(names = "--avail-publish", description = "eager | lazy | adaptive (default ${DEFAULT-VALUE})", converter = Converters.PublicationConverter.class)
     AvailPublication availPublish = D.availPublish();
+    @Option(names = "--reclaim", paramLabel = "eager|lazy", description = "when the driver takes used buffers back "
+            + "(stream pattern): eager after every round of adds (virtio_test, ringtest); lazy only after a round that "
+            + "could not add a whole batch, as DPDK's tx_free_thresh (default lazy)",
+            converter = Converters.ReclaimConverter.class)
+    Reclaim reclaim = D.reclaim();
     @Option(names = "--cached-avail", arity = "1", paramLabel = "on|off", description = "on | off: device caches avail.idx read while re-enabling kicks (default on)", converter = Converters.OnOffConverter.class)
     boolean cachedAvail = D.cachedAvail();
     @Option(names = "--notify", paramLabel = "MODE", description = "poll | notify | hybrid: how both threads wait (default poll)", converter = Converters.ModeConverter.class)
@@ -116,7 +122,7 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--compare", paramLabel = "KEY=A,B",
             description = "run option KEY at value A and at value B interleaved (A B A B ...) and print B/A with a 95%% "
                     + "confidence interval, e.g. --compare barriers=weak,strong, --compare cached-avail=off,on or "
-                    + "--compare ring=split,packed, --compare inflight=off,on, --compare dirty-log=off,on or --compare flight-recording=off,on")
+                    + "--compare ring=split,packed, --compare reclaim=eager,lazy, --compare inflight=off,on, --compare dirty-log=off,on or --compare flight-recording=off,on")
     String compare;
 
     @Spec
@@ -130,7 +136,7 @@ public final class BenchCommand implements Callable<Integer> {
             BenchConfig shape = pattern == TrafficPattern.RR ? D.requestResponse() : D;
             return new BenchConfig(bufs, ringSize, ring, batch != null ? batch : shape.batch(), bufSize,
                     chain != null ? chain : shape.chain(), indirect, eventIdx, inOrder,
-                    delayedInterrupt, barriers, availPublish, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify,
+                    delayedInterrupt, barriers, availPublish, reclaim, cachedAvail, mode, toggleNotify, hybridSpinNanos, verify,
                     driverCpu, deviceCpu, inflight, dirtyLog, pattern, flightRecording,
                     flightRecordingSettings);
         } catch (InvalidBenchOptionException e) {

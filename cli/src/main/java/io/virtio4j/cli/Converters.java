@@ -1,5 +1,6 @@
 package io.virtio4j.cli;
 
+import io.virtio4j.bench.Reclaim;
 import io.virtio4j.bench.TrafficPattern;
 import io.virtio4j.core.policy.AvailPublication;
 import io.virtio4j.core.policy.NotificationMode;
@@ -41,6 +42,13 @@ final class Converters {
         @Override
         public AvailPublication convert(String v) {
             return parse(AvailPublication.class, v);
+        }
+    }
+
+    static final class ReclaimConverter implements ITypeConverter<Reclaim> {
+        @Override
+        public Reclaim convert(String v) {
+            return parse(Reclaim.class, v);
         }
     }
 
