@@ -69,6 +69,13 @@ public final class MetricsServer implements AutoCloseable {
     private final Semaphore busySlots = new Semaphore(CLIENTS);
     /** The connections served now, with the selector their thread waits in, closed at once by {@link #close}. */
     private final Map<SocketChannel, Selector> live = new ConcurrentHashMap<>();
+    /**
+     * Every client thread started and not yet ended, joined by {@link #close}: a thread closes its selector (an epoll
+     * and an eventfd) and, through it, its connection's socket (NIO closes a registered channel's descriptor only
+     * when its selector lets go of it) as it ends, so close() returning before them would leave four descriptors
+     * open a moment longer than the endpoint (a fresh-clone CI run's descriptor check of the next test saw them go).
+     */
+    private final java.util.Set<Thread> clientThreads = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
     private MetricsServer(ServerSocketChannel server, Path socketFile, Supplier<String> exposition) throws IOException {
@@ -220,6 +227,17 @@ public final class MetricsServer implements AutoCloseable {
                 selector.wakeup();
             });
             thread.join(CLIENT_MILLIS);
+            // The accepting thread has ended: no client thread starts from here on. Each one left was woken above, or
+            // finds closed set (serveClient), and ends at once.
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLIENT_MILLIS);
+            for (Thread t : clientThreads) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0 || !t.join(java.time.Duration.ofNanos(left))) {
+                    LOG.warning("metrics endpoint " + describe() + ": a client thread did not end within "
+                            + CLIENT_MILLIS + " ms of close");
+                    break;
+                }
+            }
             if (socketFile != null) {
                 Files.deleteIfExists(socketFile);
             }
@@ -251,13 +269,21 @@ public final class MetricsServer implements AutoCloseable {
                 continue;
             }
             try {
-                Thread.ofVirtual().name("virtio4j-metrics-client").start(() -> {
+                Thread t = Thread.ofVirtual().name("virtio4j-metrics-client").unstarted(() -> {
                     try {
                         serveClient(client, served ? null : busy());
                     } finally {
                         held.release();
+                        clientThreads.remove(Thread.currentThread());
                     }
                 });
+                clientThreads.add(t);
+                try {
+                    t.start();
+                } catch (RuntimeException | OutOfMemoryError e) {
+                    clientThreads.remove(t);
+                    throw e;
+                }
             } catch (RuntimeException | OutOfMemoryError e) {
                 held.release();
                 closeQuietly(client);

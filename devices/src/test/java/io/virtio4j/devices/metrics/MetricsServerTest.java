@@ -1,5 +1,6 @@
 package io.virtio4j.devices.metrics;
 
+import io.virtio4j.testkit.OpenFds;
 import io.virtio4j.testkit.PrometheusExposition;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -20,6 +21,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -246,6 +248,32 @@ class MetricsServerTest {
             for (SocketChannel c : idle) {
                 assertTrue(stillWaiting(c), "an idle client is still connected after the busy answer");
             }
+        } finally {
+            for (SocketChannel c : idle) {
+                c.close();
+            }
+        }
+    }
+
+    /**
+     * close() returns with every descriptor of the endpoint closed: the listening socket, each served connection and
+     * each client thread's selector, none left to a thread still ending (a test after it would see them go). What
+     * is open right after it is what was before plus the test's own client ends.
+     */
+    @Test
+    void closeReturnsWithEveryDescriptorOfTheEndpointClosed() throws IOException, InterruptedException {
+        Map<Integer, String> before = OpenFds.snapshot();
+        List<SocketChannel> idle = new ArrayList<>();
+        try {
+            MetricsServer m = MetricsServer.start(MetricsServer.parse("unix:" + dir.resolve("m.sock")), this::exposition);
+            for (int i = 0; i < MetricsServer.CLIENTS; i++) {
+                idle.add(idle(m.address()));
+            }
+            awaitServing(m, MetricsServer.CLIENTS);
+            m.close();
+            Map<Integer, String> now = OpenFds.snapshot();
+            now.keySet().removeAll(before.keySet());
+            assertEquals(MetricsServer.CLIENTS, now.size(), "only the clients' ends are open: " + now);
         } finally {
             for (SocketChannel c : idle) {
                 c.close();
