@@ -12,7 +12,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The driver side of a benchmark run. {@link TrafficPattern#STREAM}: adds up to {@code batch} buffers, kicks, reaps
- * (after every round, or only after a round short of a batch: {@link Reclaim}), and waits (spin, sleep on used-buffer notifications, or both) only when it could do neither.
+ * (after every round, or only after a round short of a batch: {@link Reclaim}), and waits (spin, sleep on used-buffer
+ * notifications, or both) only when it could do neither.
  * {@link TrafficPattern#RR}: one transaction at a time, each request's round trip recorded and its answer checked.
  */
 final class DriverLoop {

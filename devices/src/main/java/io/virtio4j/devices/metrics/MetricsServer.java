@@ -17,8 +17,10 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -75,7 +77,7 @@ public final class MetricsServer implements AutoCloseable {
      * when its selector lets go of it) as it ends, so close() returning before them would leave four descriptors
      * open a moment longer than the endpoint (a fresh-clone CI run's descriptor check of the next test saw them go).
      */
-    private final java.util.Set<Thread> clientThreads = ConcurrentHashMap.newKeySet();
+    private final Set<Thread> clientThreads = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
     private MetricsServer(ServerSocketChannel server, Path socketFile, Supplier<String> exposition) throws IOException {
@@ -232,7 +234,7 @@ public final class MetricsServer implements AutoCloseable {
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLIENT_MILLIS);
             for (Thread t : clientThreads) {
                 long left = deadline - System.nanoTime();
-                if (left <= 0 || !t.join(java.time.Duration.ofNanos(left))) {
+                if (left <= 0 || !t.join(Duration.ofNanos(left))) {
                     LOG.warning("metrics endpoint " + describe() + ": a client thread did not end within "
                             + CLIENT_MILLIS + " ms of close");
                     break;
