@@ -26,6 +26,8 @@ final class ServeRngCommand implements Callable<Integer> {
     CommandSpec spec;
     @Mixin
     Serving.Endpoint endpoint;
+    @Mixin
+    Serving.Metrics metrics;
     @Option(names = "--source", paramLabel = "FILE", description = "serve the bytes of FILE, a regular file (not a device "
             + "such as /dev/urandom), from its start, over and over (default: the kernel's random bytes, getrandom)")
     Path source;
@@ -48,6 +50,7 @@ final class ServeRngCommand implements Callable<Integer> {
             return 0;
         }
         endpoint.check(spec);
+        metrics.check(spec, endpoint);
         if (source != null && seed != null) {
             throw new ParameterException(spec.commandLine(), "--source=" + source + ", --seed=" + seed + ": give at most one");
         }
@@ -64,7 +67,7 @@ final class ServeRngCommand implements Callable<Integer> {
             device.close();
             print(device, "final");
         };
-        Serving.serve(endpoint, device, BackendOptions.defaults(), statsPeriod,
+        Serving.serve(endpoint, metrics, device, "rng", BackendOptions.defaults(), statsPeriod,
                 () -> print(device, "stats"), shutdown, "virtio4j serve rng: " + what + ", " + notification.name().toLowerCase(Locale.ROOT));
         return 0;
     }
@@ -75,7 +78,8 @@ final class ServeRngCommand implements Callable<Integer> {
             // One machine-readable line, as the real-peer scripts expect from any back-end.
             System.out.printf(Locale.ROOT, "RESULT role=virtio4j buffers=%d bytes=%d%n", s.buffers(), s.bytes());
         } else {
-            System.out.printf(Locale.ROOT, "stats requestq: buffers=%d bytes=%d%n", s.buffers(), s.bytes());
+            System.out.printf(Locale.ROOT, "stats requestq: buffers=%d bytes=%d | kicks=%d notifications=%d"
+                    + " suppressed=%d%n", s.buffers(), s.bytes(), s.kicks(), s.notifications(), s.notificationsSuppressed());
         }
         System.out.flush();
     }

@@ -175,17 +175,7 @@ final class Serving {
     static <D extends VirtioDevice & MetricsSource> void serve(Endpoint endpoint, Metrics metrics, D device, String name,
                       BackendOptions options, int statsPeriod, Runnable printStats, Runnable shutdown, String banner)
             throws Exception {
-        serve(endpoint, device, metrics.start(device, name), options, statsPeriod, printStats, shutdown, banner);
-    }
-
-    /** The same for a device without metrics ({@code serve rng}). */
-    static void serve(Endpoint endpoint, VirtioDevice device, BackendOptions options, int statsPeriod,
-                      Runnable printStats, Runnable shutdown, String banner) throws Exception {
-        serve(endpoint, device, null, options, statsPeriod, printStats, shutdown, banner);
-    }
-
-    private static void serve(Endpoint endpoint, VirtioDevice device, MetricsServer scraped, BackendOptions options,
-                              int statsPeriod, Runnable printStats, Runnable shutdown, String banner) throws Exception {
+        MetricsServer scraped = metrics.start(device, name);
         VhostUserBackendEndpoint backend = new VhostUserBackendEndpoint(() -> new VhostUserSession(device, options));
         if (statsPeriod > 0) {
             ScheduledExecutorService printer = Executors.newSingleThreadScheduledExecutor(r -> {

@@ -1,13 +1,22 @@
 package io.virtio4j.cli;
 
+import io.virtio4j.core.driver.DriverOptions;
 import io.virtio4j.core.driver.ScatterGather;
+import io.virtio4j.core.feature.VirtioFeatures;
+import io.virtio4j.core.layout.RingFormat;
 import io.virtio4j.devices.blk.BlkLayout;
 import io.virtio4j.devices.blk.driver.BlkDriver;
 import io.virtio4j.devices.metrics.MetricsServer;
 import io.virtio4j.devices.net.NetFeatures;
 import io.virtio4j.devices.net.driver.NetDriver;
+import io.virtio4j.devices.rng.RngDevice;
+import io.virtio4j.devices.rng.RngSource;
+import io.virtio4j.devices.worker.ChainWorker;
 import io.virtio4j.testkit.BackendProcess;
 import io.virtio4j.testkit.PrometheusExposition;
+import io.virtio4j.vhost.frontend.DriverRing;
+import io.virtio4j.vhost.frontend.FrontendSession;
+import io.virtio4j.vhost.frontend.GuestMemory;
 import io.virtio4j.vhost.frontend.VhostUserFrontend;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -15,6 +24,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
@@ -155,7 +165,7 @@ class MetricsEndpointTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"net", "blk"})
+    @ValueSource(strings = {"net", "blk", "rng"})
     void aMetricsAddressThatIsRefusedIsOneLineNamingItBeforeAnythingIsServed(String device) {
         String vhost = dir.resolve("never.sock").toString();
         for (String[] bad : new String[][] {
@@ -373,5 +383,71 @@ class MetricsEndpointTest {
             assertEquals(1, field(result, "invalid"), result);
             assertEquals(1, field(result, "unsupported"), result);
         }
+    }
+    // ---- rng ----
+
+    /**
+     * serve rng has no driver command: the front-end library posts buffers of several lengths one at a time (the next
+     * only once the last came back), so each pass of the queue thread gives back exactly one buffer and makes one
+     * notification decision. The bytes are the seeded stream's, in order; the counters add up to what was posted.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"unix", "tcp"})
+    void serveRngCountsEveryBufferItsBytesAndTheNotifications(String how) throws Exception {
+        int[] lengths = {1, 64, 4096, RngDevice.MAX_BYTES_PER_BUFFER, RngDevice.MAX_BYTES_PER_BUFFER + 4096, 7};
+        long bytes = 0;
+        try (Served served = serve("rng", how, "--seed", "11")) {
+            try (FrontendSession s = FrontendSession.connect(served.socket(), PATIENCE);
+                 Arena a = Arena.ofConfined()) {
+                long version1 = VirtioFeatures.bit(VirtioFeatures.VERSION_1);
+                s.negotiate(version1, version1, FrontendSession.PROTOCOL_FEATURES, 0, 1);
+                s.attach(GuestMemory.create("serve-rng-metrics", 1 << 20));
+                DriverRing ring = s.addRing(RingFormat.SPLIT, 16, 0, DriverOptions.defaults(), true);
+                s.start();
+                long total = 0;
+                for (int len : lengths) {
+                    total += Math.min(len, RngDevice.MAX_BYTES_PER_BUFFER);
+                }
+                MemorySegment want = a.allocate(total);
+                RngSource.seed(11).fill(want, total);
+                for (int len : lengths) {
+                    MemorySegment buffer = s.memory().carveSegment(len, 64);
+                    ring.queue().add(new ScatterGather(1).writable(s.memory().gpa(buffer), len), "buffer");
+                    // A kick whatever the device's flags say (it asks for kicks only before it sleeps, so kick()
+                    // could send none at all): every one is read, some perhaps together (an eventfd adds them up).
+                    ring.queue().kickPrepare();
+                    ring.queue().notifyDevice();
+                    long deadline = System.nanoTime() + WAIT_NANOS; // a hang guard
+                    while (ring.queue().pollUsed() == null) {
+                        assertTrue(System.nanoTime() - deadline < 0, "buffer of " + len + " bytes not given back");
+                        ring.await(TimeUnit.MILLISECONDS.toNanos(100));
+                    }
+                    long got = ring.queue().lastUsedLength();
+                    assertEquals(Math.min(len, RngDevice.MAX_BYTES_PER_BUFFER), got);
+                    assertEquals(-1, want.asSlice(bytes, got).mismatch(buffer.asSlice(0, got)),
+                            "the stream's next " + got + " bytes");
+                    bytes += got;
+                }
+            }
+            long buffers = lengths.length;
+            long sent = bytes;
+            String[] q0 = {"device", "rng", "queue", "0", "direction", "request"};
+            // A pass counts its buffers before it publishes them and its notification decision after; a kick is
+            // counted by the pass after its read: wait for all three.
+            PrometheusExposition e = scrapeUntil(served.metrics(), x -> x.value(ChainWorker.USED_BUFFERS, q0) == buffers
+                    && decisions(x, q0) >= buffers && x.value("virtio4j_kicks_total", q0) >= 1);
+            assertEquals(sent, e.value(ChainWorker.USED_BYTES, q0));
+            assertEquals(buffers, decisions(e, q0), "one notification decision a buffer: one buffer a pass");
+            long kicks = e.value("virtio4j_kicks_total", q0);
+            assertTrue(kicks <= buffers, "kicks " + kicks + ", more than the " + buffers + " sent");
+            String log = served.stop();
+            assertTrue(log.contains("RESULT role=virtio4j buffers=" + buffers + " bytes=" + sent), log);
+        }
+    }
+
+    /** Used-buffer notifications sent plus suppressed: the notification decisions made. */
+    private static long decisions(PrometheusExposition e, String[] labels) {
+        return e.value("virtio4j_guest_notifications_total", labels)
+                + e.value("virtio4j_guest_notifications_suppressed_total", labels);
     }
 }

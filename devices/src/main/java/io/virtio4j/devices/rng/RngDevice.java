@@ -4,6 +4,8 @@ import io.virtio4j.core.device.DescriptorChain;
 import io.virtio4j.core.error.UnexpectedReadableException;
 import io.virtio4j.core.feature.VirtioFeatures;
 import io.virtio4j.core.policy.NotificationMode;
+import io.virtio4j.devices.metrics.MetricsSource;
+import io.virtio4j.devices.metrics.PrometheusText;
 import io.virtio4j.devices.worker.ChainWorker;
 import io.virtio4j.devices.worker.DeviceRunners;
 import io.virtio4j.vhost.backend.QueueContext;
@@ -19,7 +21,7 @@ import java.lang.foreign.MemorySegment;
  * device is what one buffer gets. A buffer with a readable element breaks the queue
  * ({@link UnexpectedReadableException}); a buffer gets at most {@link #MAX_BYTES_PER_BUFFER}, whatever it offers.
  */
-public final class RngDevice implements VirtioDevice, AutoCloseable {
+public final class RngDevice implements VirtioDevice, MetricsSource, AutoCloseable {
     /** The most bytes one buffer gets (Linux asks for 64 at a time): a pass stays short however large the buffers. */
     public static final int MAX_BYTES_PER_BUFFER = 64 << 10;
 
@@ -98,6 +100,12 @@ public final class RngDevice implements VirtioDevice, AutoCloseable {
     /** Buffers answered and bytes of the source given out over the device's life (the bytes: where the stream stands). */
     public ChainWorker.Stats stats() {
         return runners.stats(0);
+    }
+
+    /** requestq's counters ({@link ChainWorker.Stats#collect}), for {@code --metrics}. */
+    @Override
+    public void collect(PrometheusText out, String device) {
+        stats().collect(out, device, 0);
     }
 
     /** The id of the thread serving requestq now, or -1 while it is not started. */

@@ -5,6 +5,8 @@ import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.memory.DirtyLog;
+import io.virtio4j.devices.metrics.PrometheusText;
+import io.virtio4j.devices.metrics.QueueMetrics;
 import io.virtio4j.os.Epoll;
 import io.virtio4j.vhost.backend.QueueContext;
 
@@ -35,26 +37,54 @@ public final class ChainWorker implements QueueWorker {
         long serve(DescriptorChain chain);
     }
 
-    /** Buffers answered and bytes written into them, over a worker's life or added up. */
-    public record Stats(long buffers, long bytes) {
+    /**
+     * Buffers answered and bytes written into them, kicks read, and the used-buffer notifications sent and suppressed
+     * (the driver asked for none), over a worker's life or added up.
+     */
+    public record Stats(long buffers, long bytes, long kicks, long notifications, long notificationsSuppressed) {
         public static Stats zero() {
-            return new Stats(0, 0);
+            return new Stats(0, 0, 0, 0, 0);
         }
 
         /** This plus {@code other} (null: nothing). */
         public Stats plus(Stats other) {
-            return other == null ? this : new Stats(buffers + other.buffers, bytes + other.bytes);
+            return other == null ? this : new Stats(buffers + other.buffers, bytes + other.bytes, kicks + other.kicks,
+                    notifications + other.notifications, notificationsSuppressed + other.notificationsSuppressed);
+        }
+
+        /**
+         * Adds the queue's samples to a scrape, labelled {@code device}, {@code queue} {@code index} and {@code direction}
+         * {@code request} (as blk's requestq: the driver's requests, answered): the used buffers and the bytes they
+         * report, and the families every device's queues have ({@link QueueMetrics}).
+         */
+        public void collect(PrometheusText out, String device, int index) {
+            String[] labels = {"device", device, "queue", Integer.toString(index), "direction", "request"};
+            out.counter(USED_BUFFERS, "Buffers taken from the queue and given back used.").sample(buffers, labels);
+            out.counter(USED_BYTES, "Bytes the device wrote into those buffers (the sum of their used lengths).")
+                    .sample(bytes, labels);
+            QueueMetrics.notificationFamilies(out, 1, q -> kicks, q -> notifications, q -> notificationsSuppressed,
+                    q -> labels);
         }
     }
+
+    /** Metric family: buffers given back used ({@link Stats#collect}). */
+    public static final String USED_BUFFERS = "virtio4j_used_buffers_total";
+    /** Metric family: the bytes those buffers report written. */
+    public static final String USED_BYTES = "virtio4j_used_bytes_total";
 
     private final String name;
     private final int weight;
     private final Handler handler;
     private final KickSwitch kick = new KickSwitch();
     private QueueContext queue;
-    /** Written by the queue thread once per pass, read by the control thread. */
+    /** Written by the queue thread once per pass, read by the control thread and a metrics scrape. */
     private volatile long buffers;
     private volatile long bytes;
+    private volatile long kicks;
+    private volatile long notifications;
+    private volatile long notificationsSuppressed;
+    /** Kicks read since the last pass: counted here on the queue thread, added to {@link #kicks} by the next pass. */
+    private long kicksPending;
 
     /**
      * @param name    the queue in log lines, e.g. "rng requestq"
@@ -71,7 +101,7 @@ public final class ChainWorker implements QueueWorker {
     }
 
     public Stats stats() {
-        return new Stats(buffers, bytes);
+        return new Stats(buffers, bytes, kicks, notifications, notificationsSuppressed);
     }
 
     @Override
@@ -93,7 +123,16 @@ public final class ChainWorker implements QueueWorker {
     }
 
     @Override
+    public void onKick(QueueContext q) {
+        kicksPending++;
+    }
+
+    @Override
     public int doWork() {
+        if (kicksPending != 0) {
+            kicks += kicksPending; // single writer: this thread
+            kicksPending = 0;
+        }
         // The enabled flag is volatile, written by the control thread (SET_VRING_ENABLE): read once per pass.
         QueueContext q = queue;
         if (q == null || !q.enabled() || q.queue().isBroken()) {
@@ -130,7 +169,11 @@ public final class ChainWorker implements QueueWorker {
         buffers += n;
         bytes += written;
         if (n > 0 && !dq.isBroken()) {
-            dq.flushUsed();
+            switch (dq.flushUsedOutcome()) {
+                case DeviceQueue.FLUSH_NOTIFIED -> notifications++;
+                case DeviceQueue.FLUSH_SUPPRESSED -> notificationsSuppressed++;
+                default -> { }
+            }
         }
         return n;
     }
