@@ -432,8 +432,8 @@ class MetricsEndpointTest {
             long buffers = lengths.length;
             long sent = bytes;
             String[] q0 = {"device", "rng", "queue", "0", "direction", "request"};
-            // A pass counts its buffers before it publishes them and its notification decision after; a kick is
-            // counted by the pass after its read: wait for all three.
+            // A pass counts its buffers before it publishes them and its notification decision after; a kick pending
+            // in the eventfd is counted when the thread reads it: wait for all three.
             PrometheusExposition e = scrapeUntil(served.metrics(), x -> x.value(ChainWorker.USED_BUFFERS, q0) == buffers
                     && decisions(x, q0) >= buffers && x.value("virtio4j_kicks_total", q0) >= 1);
             assertEquals(sent, e.value(ChainWorker.USED_BYTES, q0));

@@ -5,6 +5,7 @@ import io.virtio4j.core.device.DeviceQueue;
 import io.virtio4j.core.error.RingViolationException;
 import io.virtio4j.core.error.VirtqueueException;
 import io.virtio4j.core.memory.DirtyLog;
+import io.virtio4j.devices.metrics.Counters;
 import io.virtio4j.devices.metrics.PrometheusText;
 import io.virtio4j.devices.metrics.QueueMetrics;
 import io.virtio4j.os.Epoll;
@@ -77,14 +78,13 @@ public final class ChainWorker implements QueueWorker {
     private final Handler handler;
     private final KickSwitch kick = new KickSwitch();
     private QueueContext queue;
-    /** Written by the queue thread once per pass, read by the control thread and a metrics scrape. */
-    private volatile long buffers;
-    private volatile long bytes;
-    private volatile long kicks;
-    private volatile long notifications;
-    private volatile long notificationsSuppressed;
-    /** Kicks read since the last pass: counted here on the queue thread, added to {@link #kicks} by the next pass. */
-    private long kicksPending;
+    private static final int BUFFERS = 0;
+    private static final int BYTES = 1;
+    private static final int KICKS = 2;
+    private static final int NOTIFICATIONS = 3;
+    private static final int SUPPRESSED = 4;
+    /** Added to by the queue thread (opaque stores, no fence), read by the control thread and a metrics scrape. */
+    private final Counters counts = new Counters(5);
 
     /**
      * @param name    the queue in log lines, e.g. "rng requestq"
@@ -101,7 +101,8 @@ public final class ChainWorker implements QueueWorker {
     }
 
     public Stats stats() {
-        return new Stats(buffers, bytes, kicks, notifications, notificationsSuppressed);
+        return new Stats(counts.get(BUFFERS), counts.get(BYTES), counts.get(KICKS), counts.get(NOTIFICATIONS),
+                counts.get(SUPPRESSED));
     }
 
     @Override
@@ -124,15 +125,11 @@ public final class ChainWorker implements QueueWorker {
 
     @Override
     public void onKick(QueueContext q) {
-        kicksPending++;
+        counts.add(KICKS, 1);
     }
 
     @Override
     public int doWork() {
-        if (kicksPending != 0) {
-            kicks += kicksPending; // single writer: this thread
-            kicksPending = 0;
-        }
         // The enabled flag is volatile, written by the control thread (SET_VRING_ENABLE): read once per pass.
         QueueContext q = queue;
         if (q == null || !q.enabled() || q.queue().isBroken()) {
@@ -164,14 +161,17 @@ public final class ChainWorker implements QueueWorker {
         } catch (VirtqueueException e) {
             LOG.warning(name + " broken: " + e.getMessage());
         }
-        // Counted before the publication (single writer: one volatile write each per pass), so that a driver that
-        // has its buffers back finds them counted.
-        buffers += n;
-        bytes += written;
+        // Counted before the publication, so that a driver that has its buffers back finds them counted: the release
+        // store of the publication orders these stores before it, and the driver's acquire of the used index the
+        // reads it makes after. The notification decision is only known after the publication, and counted then.
+        if (n > 0) {
+            counts.add(BUFFERS, n);
+            counts.add(BYTES, written);
+        }
         if (n > 0 && !dq.isBroken()) {
             switch (dq.flushUsedOutcome()) {
-                case DeviceQueue.FLUSH_NOTIFIED -> notifications++;
-                case DeviceQueue.FLUSH_SUPPRESSED -> notificationsSuppressed++;
+                case DeviceQueue.FLUSH_NOTIFIED -> counts.add(NOTIFICATIONS, 1);
+                case DeviceQueue.FLUSH_SUPPRESSED -> counts.add(SUPPRESSED, 1);
                 default -> { }
             }
         }
