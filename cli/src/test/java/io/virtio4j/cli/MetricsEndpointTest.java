@@ -291,6 +291,65 @@ class MetricsEndpointTest {
         }
     }
 
+    /**
+     * rxonly reads a dropped frame in place, its destination word and no more: every kind and size the guest sends,
+     * in one descriptor and in two (header apart: a chain, gathered), is counted by destination and size exactly, a
+     * broadcast source (octets 6-11 all ones) included, which must not make a unicast frame broadcast.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2})
+    void serveNetRxonlyCountsEachFrameByDestinationAndSizeInPlace(int txSegments) throws Exception {
+        try (Served served = serve("net", "unix", "--mode", "rxonly", "--notify", "notify")) {
+            int frames = KINDS.length * SIZES.length * REPEATS;
+            long bytes = 0;
+            long[] bins = new long[8];
+            try (NetDriver g = NetDriver.start(VhostUserFrontend.connect(served.socket(), PATIENCE),
+                    NetDriver.Config.defaults().withTxSegments(txSegments))) {
+                MemorySegment frame = MemorySegment.ofArray(new byte[2048]);
+                long deadline = System.nanoTime() + WAIT_NANOS;
+                for (int r = 0; r < REPEATS; r++) {
+                    for (byte[][] kind : KINDS) {
+                        for (int s = 0; s < SIZES.length; s++) {
+                            frame.asSlice(0, 6).copyFrom(MemorySegment.ofArray(kind[0]));
+                            frame.asSlice(6, 6).copyFrom(MemorySegment.ofArray(kind[1]));
+                            frame.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), 12, (short) 0x88B5);
+                            while (!g.send(0, frame, 0, SIZES[s])) { // the ring is full: take back what was used
+                                assertTrue(System.nanoTime() < deadline, "transmit slots freed");
+                                g.kickTx(0);
+                                if (g.reapTx(0) == 0) {
+                                    g.awaitTx(0, 10_000_000);
+                                }
+                            }
+                            bytes += SIZES[s];
+                            bins[BINS[s]]++;
+                        }
+                        g.kickTx(0);
+                    }
+                }
+                while (g.txInFlight(0) > 0) {
+                    assertTrue(System.nanoTime() < deadline, "frames used: " + g.txInFlight(0) + " left");
+                    if (g.reapTx(0) == 0) {
+                        g.awaitTx(0, 10_000_000);
+                    }
+                }
+            }
+            long expectedBytes = bytes;
+            // direction in DPDK's sense: rx on the guest's transmit queue (1)
+            String[] labels = {"device", "net", "queue", "1", "qp", "0", "direction", "rx"};
+            PrometheusExposition e = scrapeUntil(served.metrics(),
+                    x -> x.value("virtio4j_good_packets_total", labels) == frames);
+            assertEquals(expectedBytes, e.value("virtio4j_good_bytes_total", labels));
+            assertEquals(0, e.value("virtio4j_dropped_packets_total", labels));
+            for (int b = 0; b < 8; b++) {
+                assertEquals(bins[b], e.value("virtio4j_" + BIN_NAMES[b] + "_total", labels), BIN_NAMES[b]);
+            }
+            long perKind = (long) SIZES.length * REPEATS;
+            assertEquals(perKind, e.value("virtio4j_broadcast_packets_total", labels));
+            assertEquals(2 * perKind, e.value("virtio4j_multicast_packets_total", labels));
+            assertEquals(0, e.value("virtio4j_good_packets_total", "direction", "tx"), "nothing goes back");
+        }
+    }
+
     // ---- blk ----
 
     private static int one(BlkDriver d, java.util.function.IntConsumer prepare) throws InterruptedException {

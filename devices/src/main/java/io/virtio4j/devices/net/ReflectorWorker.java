@@ -13,8 +13,9 @@ import java.util.logging.Logger;
 
 /**
  * The work of one queue pair in the modes without an outside world ({@link NetMode.Reflect}): frames the guest
- * transmits are taken from the transmit queue, copied out of guest memory (the guest may change them under us),
- * counted, and dropped or returned on the receive queue of the same pair, as the {@link NetMode.Reflection} says.
+ * transmits are taken from the transmit queue, counted, and dropped or returned on the receive queue of the same
+ * pair, as the {@link NetMode.Reflection} says. A frame that goes back is copied out of guest memory first (the guest
+ * may change it under us); of a dropped one only the destination address is read, in place, with one load.
  *
  * <p>Each pass handles at most {@code weight} frames and publishes what it used. Only the transmit queue is
  * waited on: receive buffers are only looked for when a frame is to be returned, so receive kicks are not asked
@@ -47,6 +48,8 @@ final class ReflectorWorker implements PairWork {
     private final long[] batchOffset = new long[BATCH];
     private final long[] batchLength = new long[BATCH];
     private final int[] batchHead = new int[BATCH];
+    /** A dropped frame's destination word ({@link FrameCounts#DESTINATION_WORD}): all a pass reads of it. */
+    private final long[] batchDestination = new long[BATCH];
     private long touchSink;
     /** This pass's counts per direction, folded into {@link #stats} at its end. */
     private final FrameCounts txCounts = new FrameCounts();
@@ -194,26 +197,38 @@ final class ReflectorWorker implements PairWork {
                     batchHead[k] = c.head();
                     k++;
                 }
-                // The first byte this pass will read of each buffer, and its last: the header when the frame goes
-                // back, else the frame (the header of a dropped frame is never read, and is often alone in a cache
-                // line the driver wrote: touching it would be a cross-CPU miss per frame for nothing, taking a fill
-                // buffer from the misses that matter and the line from the driver, which writes it again). Inside
-                // the buffer whatever its length (each is at least 1 byte).
-                long skip = back ? 0 : NetFeatures.HDR_LEN;
-                long touched = 0;
-                for (int i = 0; i < k; i++) {
-                    long last = batchLength[i] - 1;
-                    touched += batchRegion[i].get(ValueLayout.JAVA_BYTE, batchOffset[i] + Math.min(skip, last))
-                            + batchRegion[i].get(ValueLayout.JAVA_BYTE, batchOffset[i] + last);
+                // A frame that goes back is copied (serve): touch the first byte of its buffer and the last. A
+                // dropped one is only counted, and all the count needs of it is its destination word, loaded here
+                // once (DPDK's back-end copies every frame into an mbuf; a sink that reads 8 bytes of it in place
+                // need not). Its virtio-net header is never read: it is often alone in a cache line the driver
+                // wrote, so touching it would be a cross-CPU miss per frame for nothing, taking a fill buffer from
+                // the misses that matter and the line from the driver, which writes it again. Inside the buffer
+                // whatever its length (each is at least 1 byte; a buffer too short for an Ethernet header is
+                // dropped unread).
+                if (back) {
+                    long touched = 0;
+                    for (int i = 0; i < k; i++) {
+                        long last = batchLength[i] - 1;
+                        touched += batchRegion[i].get(ValueLayout.JAVA_BYTE, batchOffset[i])
+                                + batchRegion[i].get(ValueLayout.JAVA_BYTE, batchOffset[i] + last);
+                    }
+                    touchSink += touched; // kept, so that the loads above are not optimised away
+                } else {
+                    for (int i = 0; i < k; i++) {
+                        batchDestination[i] = batchLength[i] >= NetFeatures.HDR_LEN + NetFeatures.ETH_HEADER
+                                ? batchRegion[i].get(FrameCounts.DESTINATION_WORD, batchOffset[i] + NetFeatures.HDR_LEN)
+                                : 0;
+                    }
                 }
-                touchSink += touched; // kept, so that the loads above are not optimised away
                 for (int i = 0; i < k; i++) {
-                    serve(q, r, back, batchHead[i], batchRegion[i], batchOffset[i], batchLength[i], null);
+                    serve(q, r, back, batchHead[i], batchRegion[i], batchOffset[i], batchLength[i],
+                            batchDestination[i], null);
                 }
                 n += k;
                 unpublished += k;
                 if (other != null) {
-                    serve(q, r, back, other.head(), null, 0, other.readableBytes(), other);
+                    serve(q, r, back, other.head(), null, 0, other.readableBytes(), back ? 0 : destination(other),
+                            other);
                     n++;
                     unpublished++;
                 } else if (k < BATCH) {
@@ -261,43 +276,54 @@ final class ReflectorWorker implements PairWork {
     }
 
     /**
-     * One transmitted frame of {@code total} readable bytes: copied out of guest memory (from {@code region} at
-     * {@code offset} when it is one descriptor, else gathered from {@code chain}), counted, returned or dropped,
-     * and its buffer pushed used.
+     * A dropped frame's destination word, gathered from a chain of any shape (0 when the chain is too short to hold
+     * an Ethernet header: such a frame is dropped unread).
+     */
+    private long destination(DescriptorChain chain) {
+        if (chain.readableBytes() < NetFeatures.HDR_LEN + NetFeatures.ETH_HEADER) {
+            return 0;
+        }
+        chain.gather(NetFeatures.HDR_LEN, frame, NetFeatures.HDR_LEN, Long.BYTES);
+        return frame.get(FrameCounts.DESTINATION_WORD, NetFeatures.HDR_LEN);
+    }
+
+    /**
+     * One transmitted frame of {@code total} readable bytes, counted and dropped (its {@code destination} word, read
+     * by the caller, is all that is read of it) or copied out of guest memory (from {@code region} at {@code
+     * offset} when it is one descriptor, else gathered from {@code chain}), counted and returned; then its buffer is
+     * pushed used.
      */
     private void serve(DeviceQueue q, QueueContext r, boolean back, int head, MemorySegment region, long offset,
-                       long total, DescriptorChain chain) {
+                       long total, long destination, DescriptorChain chain) {
         long len = total - NetFeatures.HDR_LEN;
         if (len < NetFeatures.ETH_HEADER || len > MAX_FRAME) {
             txCounts.drop();
+        } else if (!back) {
+            txCounts.good(destination, len, NetStats.sizeBin(len));
+            if (reflection != NetMode.Reflection.DROP) {
+                txCounts.drop(); // it would have gone back, but a ring of the pair is disabled: drained and dropped
+            }
         } else {
-            // Copy the frame out before using it: the guest may rewrite its buffer at any moment. The header is only
-            // needed when the frame goes back (RxDelivery reads its flags and gso_type), so it is copied apart, and
-            // only then (header and frame in one copy cost 14% of the receive rate of 64-byte frames from DPDK's
-            // virtio-user, measured A/B interleaved; not for the reason once given here: JDK 25's
-            // SegmentBulkOperations copies inline only below 64 bytes, so 64 and 76 both go through its native
-            // stub). Two inline halves of a 64-byte frame measured slower than the stub call (B/A 0.81 [0.54, 1.22]
-            // over 4 JVM pairs, 7 of 8 reps lower, DPDK virtio-user packed in_order=1 64 B, 13:23 UTC 2026-12-01).
+            // Copy the frame out before using it: the guest may rewrite its buffer at any moment. Frame and header
+            // are copied apart (RxDelivery reads the header's flags and gso_type): one copy of both cost 14% of the
+            // rate of 64-byte frames when every frame was copied, measured A/B interleaved with DPDK's virtio-user
+            // (JDK 25's SegmentBulkOperations copies inline only below 64 bytes: 64 and 76 both go through its
+            // native stub). Two inline halves of a 64-byte frame measured slower than the stub call (B/A 0.81
+            // [0.54, 1.22] over 4 JVM pairs, 7 of 8 reps lower, DPDK virtio-user packed in_order=1 64 B, 13:23 UTC
+            // 2026-12-01).
             if (chain == null) {
                 MemorySegment.copy(region, offset + NetFeatures.HDR_LEN, frame, NetFeatures.HDR_LEN, len);
+                MemorySegment.copy(region, offset, frame, 0, NetFeatures.HDR_LEN);
             } else {
                 chain.gather(NetFeatures.HDR_LEN, frame, NetFeatures.HDR_LEN, len);
+                chain.gather(0, frame, 0, NetFeatures.HDR_LEN);
             }
             int bin = NetStats.sizeBin(len); // the same frame goes back: one size bin for both directions
             txCounts.good(frame, NetFeatures.HDR_LEN, len, bin);
-            if (back) {
-                if (chain == null) {
-                    MemorySegment.copy(region, offset, frame, 0, NetFeatures.HDR_LEN);
-                } else {
-                    chain.gather(0, frame, 0, NetFeatures.HDR_LEN);
-                }
-                if (reflect(r, total)) {
-                    rxCounts.good(frame, NetFeatures.HDR_LEN, len, bin); // as delivered: MACs swapped when asked
-                } else {
-                    txCounts.drop();
-                }
-            } else if (reflection != NetMode.Reflection.DROP) {
-                txCounts.drop(); // it would have gone back, but a ring of the pair is disabled: drained and dropped
+            if (reflect(r, total)) {
+                rxCounts.good(frame, NetFeatures.HDR_LEN, len, bin); // as delivered: MACs swapped when asked
+            } else {
+                txCounts.drop();
             }
         }
         q.pushUsed(head, 0);
