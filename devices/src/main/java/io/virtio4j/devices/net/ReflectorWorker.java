@@ -200,7 +200,7 @@ final class ReflectorWorker implements PairWork {
                 // A frame that goes back is copied (serve): touch the first byte of its buffer and the last. A
                 // dropped one is only counted, and all the count needs of it is its destination word, loaded here
                 // once (DPDK's back-end copies every frame into an mbuf; a sink that reads 8 bytes of it in place
-                // need not). Its virtio-net header is never read: it is often alone in a cache line the driver
+                // need not). A dropped frame's virtio-net header is never read: it is often alone in a cache line the driver
                 // wrote, so touching it would be a cross-CPU miss per frame for nothing, taking a fill buffer from
                 // the misses that matter and the line from the driver, which writes it again. Inside the buffer
                 // whatever its length (each is at least 1 byte; a buffer too short for an Ethernet header is
@@ -304,13 +304,10 @@ final class ReflectorWorker implements PairWork {
                 txCounts.drop(); // it would have gone back, but a ring of the pair is disabled: drained and dropped
             }
         } else {
-            // Copy the frame out before using it: the guest may rewrite its buffer at any moment. Frame and header
-            // are copied apart (RxDelivery reads the header's flags and gso_type): one copy of both cost 14% of the
-            // rate of 64-byte frames when every frame was copied, measured A/B interleaved with DPDK's virtio-user
-            // (JDK 25's SegmentBulkOperations copies inline only below 64 bytes: 64 and 76 both go through its
-            // native stub). Two inline halves of a 64-byte frame measured slower than the stub call (B/A 0.81
-            // [0.54, 1.22] over 4 JVM pairs, 7 of 8 reps lower, DPDK virtio-user packed in_order=1 64 B, 13:23 UTC
-            // 2026-12-01).
+            // Copy the frame out before using it, and its header (RxDelivery reads the flags and gso_type): the guest
+            // may rewrite its buffer at any moment. Copying a 64-byte frame as two inline halves measured slower than
+            // MemorySegment.copy's call into the JDK's copy stub, when rxonly still copied (B/A 0.81 [0.54, 1.22] over
+            // 4 JVM pairs, DPDK virtio-user packed in_order=1 64 B, 2026-12-01).
             if (chain == null) {
                 MemorySegment.copy(region, offset + NetFeatures.HDR_LEN, frame, NetFeatures.HDR_LEN, len);
                 MemorySegment.copy(region, offset, frame, 0, NetFeatures.HDR_LEN);
