@@ -15,7 +15,8 @@ import java.util.logging.Logger;
  * The work of one queue pair in the modes without an outside world ({@link NetMode.Reflect}): frames the guest
  * transmits are taken from the transmit queue, counted, and dropped or returned on the receive queue of the same
  * pair, as the {@link NetMode.Reflection} says. A frame that goes back is copied out of guest memory first (the guest
- * may change it under us); of a dropped one only the destination address is read, in place, with one load.
+ * may change it under us); of a dropped one only its first 8 bytes, which begin with the destination address, are
+ * read: in place with one load when the frame is one descriptor, gathered when it is a chain of another shape.
  *
  * <p>Each pass handles at most {@code weight} frames and publishes what it used. Only the transmit queue is
  * waited on: receive buffers are only looked for when a frame is to be returned, so receive kicks are not asked
@@ -199,8 +200,8 @@ final class ReflectorWorker implements PairWork {
                 }
                 // A frame that goes back is copied (serve): touch the first byte of its buffer and the last. A
                 // dropped one is only counted, and all the count needs of it is its destination word, loaded here
-                // once (DPDK's back-end copies every frame into an mbuf; a sink that reads 8 bytes of it in place
-                // need not). A dropped frame's virtio-net header is never read: it is often alone in a cache line the driver
+                // once (a chain of another shape gathers it, see destination): DPDK's back-end copies every frame
+                // into an mbuf; a sink that reads 8 bytes of it in place need not. A dropped frame's virtio-net header is never read: it is often alone in a cache line the driver
                 // wrote, so touching it would be a cross-CPU miss per frame for nothing, taking a fill buffer from
                 // the misses that matter and the line from the driver, which writes it again. Inside the buffer
                 // whatever its length (each is at least 1 byte; a buffer too short for an Ethernet header is
