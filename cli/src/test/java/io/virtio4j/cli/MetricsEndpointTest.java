@@ -279,16 +279,12 @@ class MetricsEndpointTest {
             // direction in DPDK's sense, the back-end's: rx on the guest's transmit queue (1), tx on its receive queue (0)
             String[] toGuest = {"device", "net", "queue", "0", "qp", "0", "direction", "tx"};
             String[] fromGuest = {"device", "net", "queue", "1", "qp", "0", "direction", "rx"};
-            PrometheusExposition e = scrapeUntil(served.metrics(), x ->
-                    settled(x, toGuest, frames, expectedBytes, bins) && settled(x, fromGuest, frames, expectedBytes, bins));
+            PrometheusExposition e = scrapeUntil(served.metrics(), x -> settled(x, toGuest, frames, expectedBytes, bins)
+                    && settled(x, fromGuest, frames, expectedBytes, bins));
             for (String[] q : new String[][] {{"0", "tx"}, {"1", "rx"}}) {
+                // packets, bytes and size bins: settled above
                 String[] labels = {"device", "net", "queue", q[0], "qp", "0", "direction", q[1]};
-                assertEquals(frames, e.value("virtio4j_good_packets_total", labels));
-                assertEquals(expectedBytes, e.value("virtio4j_good_bytes_total", labels), "bytes " + q[1]);
                 assertEquals(0, e.value("virtio4j_dropped_packets_total", labels), "drops " + q[1]);
-                for (int b = 0; b < 8; b++) {
-                    assertEquals(bins[b], e.value("virtio4j_" + BIN_NAMES[b] + "_total", labels), BIN_NAMES[b]);
-                }
                 assertTrue(e.value("virtio4j_guest_notifications_total", labels)
                         + e.value("virtio4j_guest_notifications_suppressed_total", labels) > 0, "a decision on " + q[1]);
             }
@@ -325,8 +321,12 @@ class MetricsEndpointTest {
     @ParameterizedTest
     @ValueSource(ints = {1, 2})
     void serveNetRxonlyCountsEachFrameByDestinationAndSizeInPlace(int txSegments) throws Exception {
-        int[] sizes = java.util.stream.IntStream.concat(java.util.stream.IntStream.of(NetFeatures.ETH_HEADER),
-                java.util.Arrays.stream(SIZES)).toArray();
+        // SIZES and BINS with the shortest frame counted in front: an Ethernet header alone, undersize
+        int[] sizes = new int[SIZES.length + 1];
+        int[] sizeBins = new int[BINS.length + 1];
+        sizes[0] = NetFeatures.ETH_HEADER;
+        System.arraycopy(SIZES, 0, sizes, 1, SIZES.length);
+        System.arraycopy(BINS, 0, sizeBins, 1, BINS.length);
         int[] runts = {NetFeatures.ETH_HEADER - 1, 1};
         try (Served served = serve("net", "unix", "--mode", "rxonly", "--notify", "notify")) {
             int frames = KINDS.length * sizes.length * REPEATS;
@@ -340,8 +340,9 @@ class MetricsEndpointTest {
                     for (byte[][] kind : KINDS) {
                         writeHeader(frame, kind);
                         // the runts last (a round of its own): their drops are the last counts folded
-                        for (int length : r < REPEATS ? sizes : runts) {
-                            while (!g.send(0, frame, 0, length)) { // the ring is full: take back what was used
+                        int[] lengths = r < REPEATS ? sizes : runts;
+                        for (int s = 0; s < lengths.length; s++) {
+                            while (!g.send(0, frame, 0, lengths[s])) { // the ring is full: take back what was used
                                 assertTrue(System.nanoTime() < deadline, "transmit slots freed");
                                 g.kickTx(0);
                                 if (g.reapTx(0) == 0) {
@@ -349,8 +350,8 @@ class MetricsEndpointTest {
                                 }
                             }
                             if (r < REPEATS) {
-                                bytes += length;
-                                bins[length == NetFeatures.ETH_HEADER ? 0 : BINS[indexOf(SIZES, length)]]++;
+                                bytes += sizes[s];
+                                bins[sizeBins[s]]++;
                             }
                         }
                         g.kickTx(0);
@@ -374,15 +375,6 @@ class MetricsEndpointTest {
             assertEquals(2 * perKind, e.value("virtio4j_multicast_packets_total", labels));
             assertEquals(0, e.value("virtio4j_good_packets_total", "direction", "tx"), "nothing goes back");
         }
-    }
-
-    private static int indexOf(int[] values, int v) {
-        for (int i = 0; i < values.length; i++) {
-            if (values[i] == v) {
-                return i;
-            }
-        }
-        throw new IllegalArgumentException(v + " is not among the sizes");
     }
 
     // ---- blk ----

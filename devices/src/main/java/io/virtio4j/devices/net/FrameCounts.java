@@ -23,7 +23,8 @@ final class FrameCounts {
      * needs, so a caller that reads it straight from guest memory reads the octets once (a driver rewriting the frame
      * meanwhile cannot make two reads disagree). Every frame counted good has at least an Ethernet header, 14 bytes.
      */
-    static final ValueLayout.OfLong DESTINATION_WORD = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfLong DESTINATION_WORD =
+            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final long ADDRESS_BITS = 0xFFFF_FFFF_FFFFL;
 
     /**

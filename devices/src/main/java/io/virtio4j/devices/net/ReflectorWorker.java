@@ -201,11 +201,11 @@ final class ReflectorWorker implements PairWork {
                 // A frame that goes back is copied (serve): touch the first byte of its buffer and the last. A
                 // dropped one is only counted, and all the count needs of it is its destination word, loaded here
                 // once (a chain of another shape gathers it, see destination): DPDK's back-end copies every frame
-                // into an mbuf; a sink that reads 8 bytes of it in place need not. A dropped frame's virtio-net header is never read: it is often alone in a cache line the driver
-                // wrote, so touching it would be a cross-CPU miss per frame for nothing, taking a fill buffer from
-                // the misses that matter and the line from the driver, which writes it again. Inside the buffer
-                // whatever its length (each is at least 1 byte; a buffer too short for an Ethernet header is
-                // dropped unread).
+                // into an mbuf; a sink that reads 8 bytes of it in place need not. A dropped frame's virtio-net
+                // header is never read: it is often alone in a cache line the driver wrote, so touching it would be
+                // a cross-CPU miss per frame for nothing, taking a fill buffer from the misses that matter and the
+                // line from the driver, which writes it again. Inside the buffer whatever its length (each is at
+                // least 1 byte; a buffer too short for an Ethernet header is dropped unread).
                 if (back) {
                     long touched = 0;
                     for (int i = 0; i < k; i++) {

@@ -36,8 +36,8 @@ class NetStatsTest {
         counts.good(frame(0xff, 0xff, 0xff, 0xff, 0xff, 0xff), NetFeatures.HDR_LEN, 64); // broadcast
         counts.good(frame(0x01, 0x00, 0x5e, 0x00, 0x00, 0x01), NetFeatures.HDR_LEN, 100); // IPv4 multicast
         counts.good(frame(0x33, 0x33, 0xff, 0xff, 0xff, 0xff), NetFeatures.HDR_LEN, 1518); // IPv6 multicast, not all ones
-        counts.good(frame(0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, 0xff, 0xff), NetFeatures.HDR_LEN, 1519); // group bit, not
-        // broadcast, though the two octets after the address (read with it) are all ones
+        // group bit, not broadcast, though the two octets after the address (read with it) are all ones
+        counts.good(frame(0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, 0xff, 0xff), NetFeatures.HDR_LEN, 1519);
         counts.drop();
         assertEquals(0, stats.packets(NetStats.TX), "nothing shared before the fold");
         counts.foldInto(stats, NetStats.TX);
